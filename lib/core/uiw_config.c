@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "uiw_config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void uiw_config_defaults(struct uiw_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->hugepages = UIW_HUGE_AUTO;
+	cfg->memory_mb = 256;
+	cfg->log_level = UIW_LOG_INFO;
+	cfg->mtu = 1500;
+	cfg->mbufs = 8191;
+	cfg->rx_desc = 1024;
+	cfg->tx_desc = 1024;
+	cfg->rx_burst = 32;
+	cfg->arp_reachable_ms = 30000;
+	cfg->arp_retry_ms = 1000;
+	cfg->arp_retries = 3;
+}
+
+static int fail(char *err, size_t errlen, const char *key, const char *why, const char *value)
+{
+	snprintf(err, errlen, "key '%s': %s (got '%s')", key, why, value);
+	return -1;
+}
+
+/* Whole-string unsigned decimal in [lo, hi]. */
+static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_ipv4(const char *s, uint32_t *out)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return -1;
+	*out = ntohl(a.s_addr);
+	return 0;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char tail;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		   &tail) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+static int copy_str(char *dst, size_t dstlen, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n >= dstlen)
+		return -1;
+	memcpy(dst, s, n + 1);
+	return 0;
+}
+
+static int set_ip(struct uiw_config *cfg, const char *value)
+{
+	char buf[32];
+	char *slash;
+	unsigned long plen = 32;
+
+	if (copy_str(buf, sizeof(buf), value) != 0)
+		return -1;
+	slash = strchr(buf, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		if (parse_uint(slash + 1, 1, 32, &plen) != 0)
+			return -1;
+	}
+	if (parse_ipv4(buf, &cfg->ip) != 0 || cfg->ip == 0)
+		return -1;
+	cfg->prefix_len = (uint8_t)plen;
+	return 0;
+}
+
+/* Keys taking an unsigned number: name, offset, bounds. */
+struct uint_key {
+	const char *name;
+	size_t offset;
+	unsigned long lo, hi;
+};
+
+#define UINT_KEY(n, field, lo, hi) { n, offsetof(struct uiw_config, field), lo, hi }
+
+static const struct uint_key uint_keys[] = {
+	UINT_KEY("memory", memory_mb, 16, 65536),
+	UINT_KEY("mbufs", mbufs, 255, 1u << 22),
+	UINT_KEY("rx_desc", rx_desc, 64, 16384),
+	UINT_KEY("tx_desc", tx_desc, 64, 16384),
+	UINT_KEY("rx_burst", rx_burst, 1, 512),
+	UINT_KEY("arp_reachable_ms", arp_reachable_ms, 100, 3600000),
+	UINT_KEY("arp_retry_ms", arp_retry_ms, 10, 60000),
+	UINT_KEY("arp_retries", arp_retries, 1, 100),
+};
+
+int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
+		   char *err, size_t errlen)
+{
+	unsigned long v;
+
+	for (size_t i = 0; i < sizeof(uint_keys) / sizeof(uint_keys[0]); i++) {
+		const struct uint_key *k = &uint_keys[i];
+
+		if (strcmp(key, k->name) != 0)
+			continue;
+		if (parse_uint(value, k->lo, k->hi, &v) != 0) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "expects a number from %lu to %lu", k->lo, k->hi);
+			return fail(err, errlen, key, why, value);
+		}
+		*(unsigned *)(void *)((char *)cfg + k->offset) = (unsigned)v;
+		return 0;
+	}
+	if (strcmp(key, "eal") == 0) {
+		if (copy_str(cfg->eal_args, sizeof(cfg->eal_args), value) != 0)
+			return fail(err, errlen, key, "too long", value);
+	} else if (strcmp(key, "lcores") == 0) {
+		if (copy_str(cfg->lcores, sizeof(cfg->lcores), value) != 0 || strchr(value, ' '))
+			return fail(err, errlen, key, "expects an EAL core list such as 0 or 0-1", value);
+	} else if (strcmp(key, "hugepages") == 0) {
+		if (strcmp(value, "auto") == 0)
+			cfg->hugepages = UIW_HUGE_AUTO;
+		else if (strcmp(value, "on") == 0)
+			cfg->hugepages = UIW_HUGE_ON;
+		else if (strcmp(value, "off") == 0)
+			cfg->hugepages = UIW_HUGE_OFF;
+		else
+			return fail(err, errlen, key, "expects auto, on or off", value);
+	} else if (strcmp(key, "log") == 0) {
+		if (uiw_log_level_parse(value, &cfg->log_level) != 0)
+			return fail(err, errlen, key, "expects error, warn, info or debug", value);
+	} else if (strcmp(key, "port") == 0) {
+		if (value[0] == '\0' || strchr(value, ' ') ||
+		    copy_str(cfg->port, sizeof(cfg->port), value) != 0)
+			return fail(err, errlen, key, "expects DPDK devargs or a PCI address", value);
+	} else if (strcmp(key, "ip") == 0) {
+		if (set_ip(cfg, value) != 0)
+			return fail(err, errlen, key, "expects an IPv4 address with /prefix", value);
+	} else if (strcmp(key, "gateway") == 0) {
+		if (parse_ipv4(value, &cfg->gateway) != 0)
+			return fail(err, errlen, key, "expects an IPv4 address", value);
+	} else if (strcmp(key, "mtu") == 0) {
+		if (parse_uint(value, 576, 9000, &v) != 0)
+			return fail(err, errlen, key, "expects a number from 576 to 9000", value);
+		cfg->mtu = (uint16_t)v;
+	} else if (strcmp(key, "mac") == 0) {
+		if (parse_mac(value, cfg->mac) != 0 || (cfg->mac[0] & 1))
+			return fail(err, errlen, key, "expects a unicast MAC such as 02:00:00:00:00:01",
+				    value);
+		cfg->mac_set = true;
+	} else {
+		snprintf(err, errlen, "unknown key '%s'", key);
+		return -1;
+	}
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+static int parse_entry(struct uiw_config *cfg, char *item, const char *origin, unsigned line,
+		       char *err, size_t errlen)
+{
+	char *hash = strchr(item, '#');
+	char *eq, *key, *value;
+	char why[256];
+
+	if (hash != NULL)
+		*hash = '\0';
+	item = trim(item);
+	if (*item == '\0')
+		return 0;
+	eq = strchr(item, '=');
+	if (eq == NULL) {
+		snprintf(err, errlen, "%s:%u: expected key = value, got '%s'", origin, line, item);
+		return -1;
+	}
+	*eq = '\0';
+	key = trim(item);
+	value = trim(eq + 1);
+	if (uiw_config_set(cfg, key, value, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s:%u: %s", origin, line, why);
+		return -1;
+	}
+	return 0;
+}
+
+int uiw_config_parse_text(struct uiw_config *cfg, const char *text, const char *origin,
+			  char *err, size_t errlen)
+{
+	char *copy = strdup(text);
+	char *item;
+	unsigned line = 1;
+	int rc = 0;
+
+	if (copy == NULL) {
+		snprintf(err, errlen, "%s: out of memory", origin);
+		return -1;
+	}
+	/* Newlines and ';' both end an entry; a '#' comment runs to the end of its entry. */
+	item = copy;
+	for (char *p = copy;; p++) {
+		char c = *p;
+
+		if (c != '\0' && c != '\n' && c != ';')
+			continue;
+		*p = '\0';
+		rc = parse_entry(cfg, item, origin, line, err, errlen);
+		if (rc != 0 || c == '\0')
+			break;
+		if (c == '\n')
+			line++;
+		item = p + 1;
+	}
+	free(copy);
+	return rc;
+}
+
+int uiw_config_load_file(struct uiw_config *cfg, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	long len;
+	int rc;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || len > (1 << 20) ||
+	    fseek(f, 0, SEEK_SET) != 0) {
+		snprintf(err, errlen, "%s: cannot read (or larger than 1 MiB)", path);
+		fclose(f);
+		return -1;
+	}
+	text = malloc((size_t)len + 1);
+	if (text == NULL || fread(text, 1, (size_t)len, f) != (size_t)len) {
+		snprintf(err, errlen, "%s: cannot read", path);
+		free(text);
+		fclose(f);
+		return -1;
+	}
+	text[len] = '\0';
+	fclose(f);
+	rc = uiw_config_parse_text(cfg, text, path, err, errlen);
+	free(text);
+	return rc;
+}
+
+int uiw_config_load_env(struct uiw_config *cfg, char *err, size_t errlen)
+{
+	const char *path = getenv("UIWARP_CONF");
+	const char *inline_text = getenv("UIWARP_CONFIG");
+
+	if (path != NULL && path[0] != '\0' && uiw_config_load_file(cfg, path, err, errlen) != 0)
+		return -1;
+	if (inline_text != NULL &&
+	    uiw_config_parse_text(cfg, inline_text, "$UIWARP_CONFIG", err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+int uiw_config_validate(const struct uiw_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->port[0] == '\0') {
+		snprintf(err, errlen, "key 'port' is not set");
+		return -1;
+	}
+	if (cfg->ip == 0) {
+		snprintf(err, errlen, "key 'ip' is not set");
+		return -1;
+	}
+	if (cfg->gateway != 0 && cfg->prefix_len < 32) {
+		uint32_t mask = ~0u << (32 - cfg->prefix_len);
+
+		if ((cfg->gateway & mask) != (cfg->ip & mask)) {
+			snprintf(err, errlen, "key 'gateway': not inside the subnet of 'ip'");
+			return -1;
+		}
+	}
+	return 0;
+}

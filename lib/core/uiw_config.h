@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Configuration of one stack instance and of the DPDK EAL of the process.
+ *
+ * Text form: one `key = value` per line or separated by ';', `#` starts a comment.
+ * Sources, later ones overriding earlier ones: built-in defaults, the file named by
+ * $UIWARP_CONF, then the inline text in $UIWARP_CONFIG. Every error message names the
+ * source, the position and the offending key. docs/CONFIG.md lists the keys.
+ */
+#ifndef UIW_CONFIG_H
+#define UIW_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uiw_log.h"
+
+#define UIW_CONFIG_STR_MAX 512
+
+/** Whether the EAL uses hugepages. */
+enum uiw_hugepages {
+	UIW_HUGE_AUTO = 0, /**< use them when some are free and hugetlbfs is mounted */
+	UIW_HUGE_ON,       /**< require them */
+	UIW_HUGE_OFF,      /**< anonymous memory (--no-huge) */
+};
+
+struct uiw_config {
+	/* Process-wide: the EAL. */
+	char eal_args[UIW_CONFIG_STR_MAX]; /**< extra EAL arguments, space separated */
+	char lcores[64];                   /**< EAL -l; empty: the first CPU we may use */
+	enum uiw_hugepages hugepages;
+	unsigned memory_mb;                /**< EAL -m when hugepages are not used */
+	enum uiw_log_level log_level;
+
+	/* Per instance: the port and its addresses. */
+	char port[UIW_CONFIG_STR_MAX];     /**< devargs: net_xxx0,k=v... or a PCI address */
+	uint32_t ip;                       /**< host byte order; 0 = unset */
+	uint8_t prefix_len;
+	uint32_t gateway;                  /**< host byte order; 0 = none */
+	uint16_t mtu;
+	bool mac_set;
+	uint8_t mac[6];
+	unsigned mbufs;                    /**< mbufs in the port's pool */
+	unsigned rx_desc;
+	unsigned tx_desc;
+	unsigned rx_burst;                 /**< budget: frames per RX burst */
+
+	/* ARP behaviour. */
+	unsigned arp_reachable_ms;         /**< how long a confirmed entry is trusted */
+	unsigned arp_retry_ms;             /**< gap between resolution requests */
+	unsigned arp_retries;              /**< requests before giving up */
+};
+
+/** Fills every key with its default. */
+void uiw_config_defaults(struct uiw_config *cfg);
+
+/**
+ * Sets one key from its text value.
+ * @return 0, or -1 with a message naming the key in err.
+ */
+int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
+		   char *err, size_t errlen);
+
+/**
+ * Applies a configuration text. @p origin names the source in messages.
+ * @return 0, or -1 with "origin:line: ..." in err; keys before the bad one stay set.
+ */
+int uiw_config_parse_text(struct uiw_config *cfg, const char *text, const char *origin,
+			  char *err, size_t errlen);
+
+/** Applies a configuration file. @return 0, or -1 with a message in err. */
+int uiw_config_load_file(struct uiw_config *cfg, const char *path, char *err, size_t errlen);
+
+/** Applies $UIWARP_CONF (a file) then $UIWARP_CONFIG (inline text). @return 0 or -1. */
+int uiw_config_load_env(struct uiw_config *cfg, char *err, size_t errlen);
+
+/** Checks that an instance can be brought up (port and ip set). @return 0 or -1. */
+int uiw_config_validate(const struct uiw_config *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "uiw_counters.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+unsigned uiw_counters_print(FILE *out, const char *title, const struct uiw_counter_desc *desc,
+			    const uint64_t *values, unsigned n, bool nonzero_only)
+{
+	unsigned lines = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (nonzero_only && values[i] == 0)
+			continue;
+		fprintf(out, "  %s.%-24s %12" PRIu64 "  # %s\n", title, desc[i].name, values[i],
+			desc[i].help);
+		lines++;
+	}
+	return lines;
+}
+
+int uiw_counters_find(const struct uiw_counter_desc *desc, unsigned n, const char *name)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(desc[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * CRC32c (Castagnoli, reflected polynomial 0x82F63B78), as MPA uses it (RFC 5044 §6.3,
+ * computed as in RFC 3720 §B.4). The SSE4.2 crc32 instruction is used where the CPU has
+ * it, a slice-by-8 table otherwise; both give the same results.
+ *
+ * The state convention: start from UIW_CRC32C_INIT, feed bytes with uiw_crc32c_update()
+ * in any number of pieces, then finish with uiw_crc32c_final(). MPA puts the final value
+ * on the wire in little-endian byte order (WIRE.md §2.6).
+ */
+#ifndef UIW_CRC32C_H
+#define UIW_CRC32C_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define UIW_CRC32C_INIT 0xFFFFFFFFu
+
+/** Feeds @p len bytes; the fastest implementation this CPU has. */
+uint32_t uiw_crc32c_update(uint32_t state, const void *buf, size_t len);
+
+/** Portable slice-by-8 implementation. */
+uint32_t uiw_crc32c_update_sw(uint32_t state, const void *buf, size_t len);
+
+/** SSE4.2 implementation; call only when uiw_crc32c_hw_available() is true. */
+uint32_t uiw_crc32c_update_hw(uint32_t state, const void *buf, size_t len);
+
+/** True when the CPU has the SSE4.2 crc32 instruction. */
+bool uiw_crc32c_hw_available(void);
+
+static inline uint32_t uiw_crc32c_final(uint32_t state)
+{
+	return ~state;
+}
+
+/** CRC32c of one buffer. */
+static inline uint32_t uiw_crc32c(const void *buf, size_t len)
+{
+	return uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, buf, len));
+}
+
+#endif

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "uiw_port.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_eth_ring.h>
+#include <rte_ring.h>
+
+#include "uiw_log.h"
+
+#define UIW_PORT_DESC_(name, help) { #name, help },
+const struct uiw_counter_desc uiw_port_counter_desc[UIW_PORT_C__COUNT] = {
+	UIW_PORT_COUNTERS(UIW_PORT_DESC_)
+};
+#undef UIW_PORT_DESC_
+
+/* Frames a hugepage-backed EAL needs at the least before "auto" picks hugepages: 128 MiB. */
+#define UIW_HUGE_MIN_FREE_2M 64
+
+bool uiw_devargs_is_pci(const char *devargs)
+{
+	size_t n = strcspn(devargs, ",");
+	unsigned colons = 0, dots = 0;
+
+	/* DDDD:BB:DD.F or BB:DD.F: hex digits, one or two ':' and one '.'. */
+	for (size_t i = 0; i < n; i++) {
+		if (devargs[i] == ':')
+			colons++;
+		else if (devargs[i] == '.')
+			dots++;
+		else if (!isxdigit((unsigned char)devargs[i]))
+			return false;
+	}
+	return n >= 7 && (colons == 1 || colons == 2) && dots == 1;
+}
+
+/* Free 2 MiB hugepages, when hugetlbfs is also mounted; 0 otherwise. */
+static unsigned long hugepages_free(void)
+{
+	char line[256];
+	unsigned long free_pages = 0;
+	bool mounted = false;
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "r");
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "HugePages_Free: %lu", &free_pages) == 1)
+			break;
+	fclose(f);
+	f = fopen("/proc/mounts", "r");
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, " hugetlbfs ") != NULL)
+			mounted = true;
+	fclose(f);
+	return mounted ? free_pages : 0;
+}
+
+/* The first CPU this thread may run on, as an EAL core list. */
+static void default_lcores(char *buf, size_t len)
+{
+	cpu_set_t set;
+
+	snprintf(buf, len, "0");
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &set)) {
+			snprintf(buf, len, "%d", cpu);
+			return;
+		}
+	}
+}
+
+struct argbuf {
+	char **argv;
+	int argc, max;
+	char *store;
+	size_t used, len;
+};
+
+static int push(struct argbuf *ab, const char *s, size_t n)
+{
+	if (ab->argc + 1 >= ab->max || ab->used + n + 1 > ab->len)
+		return -1;
+	memcpy(ab->store + ab->used, s, n);
+	ab->store[ab->used + n] = '\0';
+	ab->argv[ab->argc++] = ab->store + ab->used;
+	ab->argv[ab->argc] = NULL;
+	ab->used += n + 1;
+	return 0;
+}
+
+static int pushs(struct argbuf *ab, const char *s)
+{
+	return push(ab, s, strlen(s));
+}
+
+int uiw_eal_build_args(const struct uiw_config *cfg, const char *prog, char **argv,
+		       int max_args, char *store, size_t store_len)
+{
+	struct argbuf ab = { argv, 0, max_args, store, 0, store_len };
+	char lcores[64], mem[32];
+	bool huge;
+	int rc = 0;
+	static const char *const eal_log[] = {
+		[UIW_LOG_ERR] = "--log-level=error",
+		[UIW_LOG_WARN] = "--log-level=warning",
+		[UIW_LOG_INFO] = "--log-level=warning",
+		[UIW_LOG_DEBUG] = "--log-level=info",
+	};
+
+	if (cfg->lcores[0] != '\0')
+		snprintf(lcores, sizeof(lcores), "%s", cfg->lcores);
+	else
+		default_lcores(lcores, sizeof(lcores));
+	rc |= pushs(&ab, prog);
+	rc |= pushs(&ab, "-l");
+	rc |= pushs(&ab, lcores);
+	/* Without --no-pci the EAL probes every PCI NIC, eth0 included (DPDK.md pitfall 1). */
+	if (uiw_devargs_is_pci(cfg->port)) {
+		rc |= pushs(&ab, "-a");
+		rc |= push(&ab, cfg->port, strcspn(cfg->port, ","));
+	} else {
+		rc |= pushs(&ab, "--no-pci");
+	}
+	rc |= pushs(&ab, "--no-telemetry");
+	switch (cfg->hugepages) {
+	case UIW_HUGE_ON:
+		huge = true;
+		break;
+	case UIW_HUGE_OFF:
+		huge = false;
+		break;
+	default:
+		huge = hugepages_free() >= UIW_HUGE_MIN_FREE_2M;
+		break;
+	}
+	if (huge) {
+		/* No files left in hugetlbfs or /var/run/dpdk, any number of processes. */
+		rc |= pushs(&ab, "--in-memory");
+		/* virtio-user needs its memory in few files (DPDK.md pitfall 4). */
+		rc |= pushs(&ab, "--single-file-segments");
+	} else {
+		/* Anonymous memory; --no-shconf so processes need no distinct --file-prefix. */
+		snprintf(mem, sizeof(mem), "%u", cfg->memory_mb);
+		rc |= pushs(&ab, "--no-huge");
+		rc |= pushs(&ab, "--no-shconf");
+		rc |= pushs(&ab, "-m");
+		rc |= pushs(&ab, mem);
+	}
+	rc |= pushs(&ab, eal_log[cfg->log_level]);
+	for (const char *p = cfg->eal_args; *p != '\0';) {
+		size_t n;
+
+		while (isspace((unsigned char)*p))
+			p++;
+		n = strcspn(p, " \t");
+		if (n > 0)
+			rc |= push(&ab, p, n);
+		p += n;
+	}
+	return rc != 0 ? -1 : ab.argc;
+}
+
+int uiw_eal_init(const struct uiw_config *cfg, const char *prog)
+{
+	char *argv[64];
+	char store[2048];
+	int argc = uiw_eal_build_args(cfg, prog, argv, 64, store, sizeof(store));
+
+	if (argc < 0) {
+		UIW_ERR("EAL arguments do not fit (key 'eal' too long)");
+		return -1;
+	}
+	if (uiw_log_level_get() >= UIW_LOG_DEBUG) {
+		for (int i = 0; i < argc; i++)
+			UIW_DEBUG("EAL argv[%d] = %s", i, argv[i]);
+	}
+	if (rte_eal_init(argc, argv) < 0) {
+		UIW_ERR("EAL init failed: %s", rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static uint16_t ethdev_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_rx_burst(port->port_id, 0, pkts, n);
+}
+
+static uint16_t ethdev_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_tx_burst(port->port_id, 0, pkts, n);
+}
+
+int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
+{
+	char name[RTE_DEV_NAME_MAX_LEN];
+	size_t n = strcspn(cfg->port, ",");
+	const char *args = cfg->port[n] == ',' ? cfg->port + n + 1 : "";
+	uint16_t port_id;
+	bool vdev = !uiw_devargs_is_pci(cfg->port);
+
+	if (n == 0 || n >= sizeof(name)) {
+		UIW_ERR("key 'port': bad device name in '%s'", cfg->port);
+		return -1;
+	}
+	memcpy(name, cfg->port, n);
+	name[n] = '\0';
+	if (vdev) {
+		int rc = rte_vdev_init(name, args);
+
+		if (rc != 0) {
+			UIW_ERR("key 'port': cannot create '%s' with '%s': %s", name, args,
+				strerror(rc < 0 ? -rc : rc));
+			return -1;
+		}
+	}
+	if (rte_eth_dev_get_port_by_name(name, &port_id) != 0) {
+		UIW_ERR("key 'port': no ethdev called '%s'%s", name,
+			vdev ? "" : " (is the device bound to a DPDK driver?)");
+		if (vdev)
+			rte_vdev_uninit(name);
+		return -1;
+	}
+	if (uiw_port_open_ethdev(port, port_id, cfg) != 0) {
+		if (vdev)
+			rte_vdev_uninit(name);
+		return -1;
+	}
+	port->is_vdev = vdev;
+	return 0;
+}
+
+static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *info,
+			const struct uiw_config *cfg)
+{
+	uint16_t pid = port->port_id;
+	uint16_t nrx = (uint16_t)cfg->rx_desc, ntx = (uint16_t)cfg->tx_desc;
+	struct rte_eth_conf conf;
+	struct rte_eth_txconf txc = info->default_txconf;
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	conf.txmode.offloads = info->tx_offload_capa &
+		(RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM |
+		 RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+	conf.rxmode.offloads = info->rx_offload_capa &
+		(RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_CKSUM);
+	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+	if (rc != 0) {
+		UIW_ERR("port %s: configure failed: %s", port->name, strerror(-rc));
+		return -1;
+	}
+	port->tx_offloads = conf.txmode.offloads;
+	port->rx_offloads = conf.rxmode.offloads;
+	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
+	rc = rte_eth_rx_queue_setup(pid, 0, nrx, (unsigned)rte_eth_dev_socket_id(pid), NULL,
+				    port->pool);
+	if (rc != 0) {
+		UIW_ERR("port %s: RX queue setup failed: %s (key 'mbufs' may be too small)",
+			port->name, strerror(-rc));
+		return -1;
+	}
+	txc.offloads = conf.txmode.offloads;
+	rc = rte_eth_tx_queue_setup(pid, 0, ntx, (unsigned)rte_eth_dev_socket_id(pid), &txc);
+	if (rc != 0) {
+		UIW_ERR("port %s: TX queue setup failed: %s", port->name, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* The MTU: the configured one where the PMD takes it, else the PMD's own. */
+static void setup_mtu(struct uiw_port *port, const struct rte_eth_dev_info *info,
+		      const struct uiw_config *cfg)
+{
+	uint16_t cur = 0;
+	int rc;
+
+	rte_eth_dev_get_mtu(port->port_id, &cur);
+	port->mtu = cfg->mtu;
+	if (cur == cfg->mtu)
+		return;
+	rc = cfg->mtu <= info->max_mtu ? rte_eth_dev_set_mtu(port->port_id, cfg->mtu) : -EINVAL;
+	if (rc != 0 && rc != -ENOTSUP) {
+		/* Some PMDs (memif, af_packet) cap the ethdev MTU but carry larger frames. */
+		UIW_WARN("port %s: PMD refused MTU %u (%s); frames up to MTU %u are still sent",
+			 port->name, cfg->mtu, strerror(-rc), cfg->mtu);
+	}
+}
+
+int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct uiw_config *cfg)
+{
+	struct rte_eth_dev_info info;
+	char pool_name[RTE_MEMPOOL_NAMESIZE];
+	unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	unsigned need = RTE_PKTMBUF_HEADROOM + cfg->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_ETHER_CRC_LEN;
+	int rc;
+
+	memset(port, 0, sizeof(*port));
+	port->port_id = port_id;
+	port->rx_burst = ethdev_rx;
+	port->tx_burst = ethdev_tx;
+	rte_eth_dev_get_name_by_port(port_id, port->name);
+	rc = rte_eth_dev_info_get(port_id, &info);
+	if (rc != 0) {
+		UIW_ERR("port %s: no device info: %s", port->name, strerror(-rc));
+		return -1;
+	}
+	if (need > room)
+		room = need;
+	snprintf(pool_name, sizeof(pool_name), "uiw_pool_%u", port_id);
+	port->pool = rte_pktmbuf_pool_create(pool_name, cfg->mbufs, 256, 0, (uint16_t)room,
+					     rte_eth_dev_socket_id(port_id));
+	if (port->pool == NULL) {
+		UIW_ERR("port %s: cannot create a pool of %u mbufs: %s (raise key 'memory')",
+			port->name, cfg->mbufs, rte_strerror(rte_errno));
+		return -1;
+	}
+	port->own_pool = true;
+	if (setup_queues(port, &info, cfg) != 0)
+		goto fail;
+	setup_mtu(port, &info, cfg);
+	if (cfg->mac_set) {
+		struct rte_ether_addr mac;
+
+		memcpy(mac.addr_bytes, cfg->mac, 6);
+		rc = rte_eth_dev_default_mac_addr_set(port_id, &mac);
+		if (rc != 0)
+			UIW_DEBUG("port %s: PMD cannot set its MAC (%s); set in software",
+				  port->name, strerror(-rc));
+	}
+	rc = rte_eth_dev_start(port_id);
+	if (rc != 0) {
+		UIW_ERR("port %s: start failed: %s", port->name, strerror(-rc));
+		goto fail;
+	}
+	rte_eth_macaddr_get(port_id, &port->mac);
+	/* PMDs without a MAC of their own (net_ring) do no filtering: use one in software. */
+	if (cfg->mac_set && memcmp(port->mac.addr_bytes, cfg->mac, 6) != 0)
+		memcpy(port->mac.addr_bytes, cfg->mac, 6);
+	else if (rte_is_zero_ether_addr(&port->mac))
+		rte_eth_random_addr(port->mac.addr_bytes);
+	UIW_INFO("port %s: up, id %u, MAC " RTE_ETHER_ADDR_PRT_FMT ", MTU %u, tx offloads %#" PRIx64,
+		 port->name, port_id, RTE_ETHER_ADDR_BYTES(&port->mac), port->mtu,
+		 port->tx_offloads);
+	return 0;
+fail:
+	rte_eth_dev_close(port_id);
+	rte_mempool_free(port->pool);
+	port->pool = NULL;
+	return -1;
+}
+
+void uiw_port_close(struct uiw_port *port)
+{
+	for (uint16_t i = 0; i < port->tx_n; i++)
+		rte_pktmbuf_free(port->tx_buf[i]);
+	port->tx_n = 0;
+	if (port->port_id != UIW_PORT_NONE) {
+		char name[RTE_DEV_NAME_MAX_LEN];
+
+		snprintf(name, sizeof(name), "%s", port->name);
+		rte_eth_dev_stop(port->port_id);
+		rte_eth_dev_close(port->port_id);
+		if (port->is_vdev)
+			rte_vdev_uninit(name);
+	}
+	if (port->own_pool)
+		rte_mempool_free(port->pool);
+	port->pool = NULL;
+}
+
+int uiw_port_ringpair_create(const char *name, uint16_t *port_a, uint16_t *port_b)
+{
+	char rname[RTE_RING_NAMESIZE], pname[64];
+	struct rte_ring *ab, *ba;
+	int a, b;
+
+	snprintf(rname, sizeof(rname), "%s_ab", name);
+	ab = rte_ring_create(rname, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(rname, sizeof(rname), "%s_ba", name);
+	ba = rte_ring_create(rname, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ab == NULL || ba == NULL) {
+		UIW_ERR("ring pair %s: cannot create rings: %s", name, rte_strerror(rte_errno));
+		goto fail;
+	}
+	/* A receives what B sends and the other way round. */
+	snprintf(pname, sizeof(pname), "%s_a", name);
+	a = rte_eth_from_rings(pname, &ba, 1, &ab, 1, SOCKET_ID_ANY);
+	snprintf(pname, sizeof(pname), "%s_b", name);
+	b = rte_eth_from_rings(pname, &ab, 1, &ba, 1, SOCKET_ID_ANY);
+	if (a < 0 || b < 0) {
+		UIW_ERR("ring pair %s: cannot create ports: %s", name, rte_strerror(rte_errno));
+		goto fail;
+	}
+	*port_a = (uint16_t)a;
+	*port_b = (uint16_t)b;
+	return 0;
+fail:
+	rte_ring_free(ab);
+	rte_ring_free(ba);
+	return -1;
+}
+
+void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
+			const struct rte_ether_addr *mac, uint16_t mtu, uiw_burst_fn rx_burst,
+			uiw_burst_fn tx_burst, void *user)
+{
+	memset(port, 0, sizeof(*port));
+	port->port_id = UIW_PORT_NONE;
+	port->pool = pool;
+	port->mac = *mac;
+	port->mtu = mtu;
+	port->rx_burst = rx_burst;
+	port->tx_burst = tx_burst;
+	port->user = user;
+	snprintf(port->name, sizeof(port->name), "test");
+}
+
+uint16_t uiw_port_flush(struct uiw_port *port)
+{
+	uint16_t n = port->tx_n, sent;
+	uint32_t len[UIW_PORT_TX_BUF];
+
+	if (n == 0)
+		return 0;
+	/* Lengths first: once the PMD has a frame, it may already be freed or received. */
+	for (uint16_t i = 0; i < n; i++)
+		len[i] = port->tx_buf[i]->pkt_len;
+	sent = port->tx_burst(port, port->tx_buf, n);
+	for (uint16_t i = 0; i < sent; i++)
+		port->counters[UIW_PORT_C_tx_bytes] += len[i];
+	port->counters[UIW_PORT_C_tx_packets] += sent;
+	/* NB: frames the PMD did not take are freed here, not retried: the layers above
+	 * recover from loss (TCP retransmits, ARP retries). */
+	for (uint16_t i = sent; i < n; i++) {
+		rte_pktmbuf_free(port->tx_buf[i]);
+		port->counters[UIW_PORT_C_tx_drop_full]++;
+	}
+	port->tx_n = 0;
+	return sent;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * EAL start-up and port bring-up for any DPDK PMD, plus the port object the stack sends
+ * and receives through.
+ *
+ * A port is either an ethdev (uiw_port_open(), uiw_port_open_ethdev()) or a test port
+ * (uiw_port_init_test()) whose RX and TX are functions supplied by the caller. Protocol code
+ * sees only struct uiw_port: it queues frames with uiw_port_tx() and the poll loop flushes
+ * them with uiw_port_flush().
+ */
+#ifndef UIW_PORT_H
+#define UIW_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+
+#include "uiw_config.h"
+#include "uiw_counters.h"
+
+#define UIW_PORT_NONE UINT16_MAX /**< port_id of a test port */
+#define UIW_PORT_TX_BUF 64       /**< frames queued before a forced flush */
+
+#define UIW_PORT_COUNTERS(X)                                                         \
+	X(rx_packets, "frames received from the PMD")                                \
+	X(rx_bytes, "bytes received from the PMD")                                   \
+	X(tx_packets, "frames the PMD accepted")                                     \
+	X(tx_bytes, "bytes the PMD accepted")                                        \
+	X(tx_drop_full, "frames dropped: the PMD's TX queue was full")               \
+	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")
+
+#define UIW_PORT_C_(name, help) UIW_PORT_C_##name,
+enum uiw_port_counter { UIW_PORT_COUNTERS(UIW_PORT_C_) UIW_PORT_C__COUNT };
+#undef UIW_PORT_C_
+
+extern const struct uiw_counter_desc uiw_port_counter_desc[UIW_PORT_C__COUNT];
+
+struct uiw_port;
+
+/** A burst function: returns how many frames it received into, or took from, @p pkts. */
+typedef uint16_t (*uiw_burst_fn)(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n);
+
+struct uiw_port {
+	uint16_t port_id;             /**< ethdev port, or UIW_PORT_NONE */
+	uint16_t mtu;                 /**< IP MTU in use */
+	struct rte_ether_addr mac;
+	struct rte_mempool *pool;     /**< frames built by the stack come from here */
+	bool own_pool;                /**< pool freed by uiw_port_close() */
+	bool is_vdev;                 /**< removed by uiw_port_close() */
+	uint64_t tx_offloads;         /**< RTE_ETH_TX_OFFLOAD_* enabled on the port */
+	uint64_t rx_offloads;         /**< RTE_ETH_RX_OFFLOAD_* enabled on the port */
+	uiw_burst_fn rx_burst;
+	uiw_burst_fn tx_burst;
+	void *user;                   /**< for the burst functions of a test port */
+	uint16_t tx_n;
+	struct rte_mbuf *tx_buf[UIW_PORT_TX_BUF];
+	uint64_t counters[UIW_PORT_C__COUNT];
+	char name[64];
+};
+
+/**
+ * Builds the EAL argument vector for @p cfg: core list, --no-pci unless the port is a PCI
+ * address (then -a ADDR), hugepages or --no-huge as docs/CONFIG.md explains, log level,
+ * then the configured extra arguments.
+ * @param store  space the arguments are written into
+ * @return the argument count (argv[0] = @p prog, argv[argc] = NULL), or -1 if they do
+ *         not fit.
+ */
+int uiw_eal_build_args(const struct uiw_config *cfg, const char *prog, char **argv,
+		       int max_args, char *store, size_t store_len);
+
+/** Starts the EAL for @p cfg. @return 0, or -1 after logging why. */
+int uiw_eal_init(const struct uiw_config *cfg, const char *prog);
+
+/** True when @p devargs names a PCI device (DDDD:BB:DD.F or BB:DD.F). */
+bool uiw_devargs_is_pci(const char *devargs);
+
+/**
+ * Brings up the port @p cfg->port names: a virtual device is created from its devargs
+ * (net_ring, net_pcap, net_af_packet, net_tap, net_memif, net_virtio_user, net_vhost, ...),
+ * a PCI device is looked up by address. Then as uiw_port_open_ethdev().
+ * @return 0, or -1 after logging why.
+ */
+int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg);
+
+/**
+ * Configures and starts an existing ethdev: one RX and one TX queue, a mempool sized by
+ * cfg->mbufs, checksum offloads the PMD offers, MTU and MAC from @p cfg where the PMD allows.
+ * @return 0, or -1 after logging why.
+ */
+int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct uiw_config *cfg);
+
+/** Stops and closes the port, frees queued frames and its pool (pcap output is flushed). */
+void uiw_port_close(struct uiw_port *port);
+
+/**
+ * Creates two ring ports joined back to back: what one sends, the other receives.
+ * @return 0 and both port ids, or -1.
+ */
+int uiw_port_ringpair_create(const char *name, uint16_t *port_a, uint16_t *port_b);
+
+/** Sets up a test port: no ethdev, frames go to @p tx_burst and come from @p rx_burst. */
+void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
+			const struct rte_ether_addr *mac, uint16_t mtu, uiw_burst_fn rx_burst,
+			uiw_burst_fn tx_burst, void *user);
+
+/** Receives up to @p n frames (the caller owns them). */
+static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got = port->rx_burst(port, pkts, n);
+
+	port->counters[UIW_PORT_C_rx_packets] += got;
+	for (uint16_t i = 0; i < got; i++)
+		port->counters[UIW_PORT_C_rx_bytes] += pkts[i]->pkt_len;
+	return got;
+}
+
+/** Hands queued frames to the PMD; frames it refuses are freed and counted. */
+uint16_t uiw_port_flush(struct uiw_port *port);
+
+/** Queues one frame for transmission (consumes @p m). */
+static inline void uiw_port_tx(struct uiw_port *port, struct rte_mbuf *m)
+{
+	if (port->tx_n == UIW_PORT_TX_BUF)
+		uiw_port_flush(port);
+	port->tx_buf[port->tx_n++] = m;
+}
+
+/** Allocates a frame from the port's pool; counts a failure. @return NULL when empty. */
+static inline struct rte_mbuf *uiw_port_alloc(struct uiw_port *port)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(port->pool);
+
+	if (m == NULL)
+		port->counters[UIW_PORT_C_tx_drop_nombuf]++;
+	return m;
+}
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file IPv4 header (RFC 791) and the Internet checksum (RFC 1071). */
+#ifndef UIW_IPV4_WIRE_H
+#define UIW_IPV4_WIRE_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include "uiw_be_wire.h"
+
+#define UIW_IPV4_HDR_LEN 20u         /* without options */
+#define UIW_IPV4_VERSION 4
+#define UIW_IPV4_FLAG_DF 0x4000      /* RFC 791 §3.1 flags */
+#define UIW_IPV4_FLAG_MF 0x2000
+#define UIW_IPV4_FRAG_OFFSET 0x1fff
+#define UIW_IPV4_DEFAULT_TTL 64      /* RFC 1700 recommended default */
+#define UIW_IPPROTO_ICMP 1
+#define UIW_IPPROTO_TCP 6
+
+struct uiw_ipv4_hdr {
+	uint8_t ver_ihl;             /* version (4 bits) | IHL in 32-bit words (4 bits) */
+	uint8_t tos;
+	uiw_be16 total_len;
+	uiw_be16 id;
+	uiw_be16 frag;               /* flags (3 bits) | fragment offset (13 bits) */
+	uint8_t ttl;
+	uint8_t proto;
+	uiw_be16 cksum;
+	uiw_be32 src;
+	uiw_be32 dst;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_ipv4_hdr) == UIW_IPV4_HDR_LEN, "IPv4 header is 20 bytes");
+static_assert(offsetof(struct uiw_ipv4_hdr, ver_ihl) == 0, "ver_ihl at 0");
+static_assert(offsetof(struct uiw_ipv4_hdr, total_len) == 2, "total length at 2");
+static_assert(offsetof(struct uiw_ipv4_hdr, id) == 4, "id at 4");
+static_assert(offsetof(struct uiw_ipv4_hdr, frag) == 6, "fragment at 6");
+static_assert(offsetof(struct uiw_ipv4_hdr, ttl) == 8, "TTL at 8");
+static_assert(offsetof(struct uiw_ipv4_hdr, proto) == 9, "protocol at 9");
+static_assert(offsetof(struct uiw_ipv4_hdr, cksum) == 10, "checksum at 10");
+static_assert(offsetof(struct uiw_ipv4_hdr, src) == 12, "source at 12");
+static_assert(offsetof(struct uiw_ipv4_hdr, dst) == 16, "destination at 16");
+
+static inline unsigned uiw_ipv4_version(const struct uiw_ipv4_hdr *h) { return h->ver_ihl >> 4; }
+static inline unsigned uiw_ipv4_hdr_len(const struct uiw_ipv4_hdr *h) { return (h->ver_ihl & 0xfu) * 4; }
+static inline uint16_t uiw_ipv4_total_len(const struct uiw_ipv4_hdr *h) { return uiw_be16_get(h->total_len); }
+static inline uint16_t uiw_ipv4_frag(const struct uiw_ipv4_hdr *h) { return uiw_be16_get(h->frag); }
+static inline uint16_t uiw_ipv4_id(const struct uiw_ipv4_hdr *h) { return uiw_be16_get(h->id); }
+static inline uint32_t uiw_ipv4_src(const struct uiw_ipv4_hdr *h) { return uiw_be32_get(h->src); }
+static inline uint32_t uiw_ipv4_dst(const struct uiw_ipv4_hdr *h) { return uiw_be32_get(h->dst); }
+
+/** One's-complement sum of @p len bytes read as big-endian 16-bit words, folded (RFC 1071). */
+static inline uint16_t uiw_inet_sum(const void *buf, size_t len)
+{
+	return rte_be_to_cpu_16(rte_raw_cksum(buf, len));
+}
+
+/** As uiw_inet_sum() over bytes [off, off+len) of an mbuf chain; the range must exist. */
+static inline uint16_t uiw_inet_sum_mbuf(const struct rte_mbuf *m, uint32_t off, uint32_t len)
+{
+	uint16_t sum = 0;
+
+	rte_raw_cksum_mbuf(m, off, len, &sum);
+	return rte_be_to_cpu_16(sum);
+}
+
+/** The checksum field value for data whose folded sum (with the field zero) is @p sum. */
+static inline uiw_be16 uiw_inet_cksum_of(uint16_t sum)
+{
+	return uiw_be16_of((uint16_t)~sum);
+}
+
+/** Fills a 20-byte header (no options) and its checksum. */
+static inline void uiw_ipv4_build(struct uiw_ipv4_hdr *h, uint8_t proto, uint32_t src,
+				  uint32_t dst, uint16_t payload_len, uint16_t id)
+{
+	h->ver_ihl = (UIW_IPV4_VERSION << 4) | (UIW_IPV4_HDR_LEN / 4);
+	h->tos = 0;
+	h->total_len = uiw_be16_of((uint16_t)(UIW_IPV4_HDR_LEN + payload_len));
+	h->id = uiw_be16_of(id);
+	h->frag = uiw_be16_of(UIW_IPV4_FLAG_DF);
+	h->ttl = UIW_IPV4_DEFAULT_TTL;
+	h->proto = proto;
+	h->cksum = uiw_be16_of(0);
+	h->src = uiw_be32_of(src);
+	h->dst = uiw_be32_of(dst);
+	h->cksum = uiw_inet_cksum_of(uiw_inet_sum(h, UIW_IPV4_HDR_LEN));
+}
+
+#endif

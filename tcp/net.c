@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Ethernet demux, the poll pass, IPv4 output. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "net_internal.h"
+
+#define UIW_NET_DESC_(name, help) { #name, help },
+const struct uiw_counter_desc uiw_net_counter_desc[UIW_NET_C__COUNT] = {
+	UIW_NET_COUNTERS(UIW_NET_DESC_)
+};
+#undef UIW_NET_DESC_
+
+#define UIW_NET_MAX_BURST 512
+
+void uiw_net_init(struct uiw_net *net, struct uiw_port *port, const struct uiw_config *cfg)
+{
+	memset(net, 0, sizeof(*net));
+	net->port = port;
+	net->ip = cfg->ip;
+	net->netmask = cfg->prefix_len == 0 ? 0 : ~0u << (32 - cfg->prefix_len);
+	net->gateway = cfg->gateway;
+	net->arp_reachable_ns = (uint64_t)cfg->arp_reachable_ms * 1000000ull;
+	net->arp_retry_ns = (uint64_t)cfg->arp_retry_ms * 1000000ull;
+	net->arp_retries = cfg->arp_retries;
+	net->rx_burst = cfg->rx_burst > UIW_NET_MAX_BURST ? UIW_NET_MAX_BURST : cfg->rx_burst;
+	net->ip_id = (uint16_t)(cfg->ip * 2654435761u >> 16);
+}
+
+void uiw_net_fini(struct uiw_net *net)
+{
+	for (unsigned i = 0; i < UIW_ARP_SLOTS; i++) {
+		struct uiw_arp_entry *e = &net->arp[i];
+
+		for (uint16_t k = 0; k < e->nheld; k++)
+			rte_pktmbuf_free(e->held[k]);
+		e->nheld = 0;
+	}
+}
+
+void uiw_net_start(struct uiw_net *net, uint64_t now)
+{
+	(void)now;
+	/* RFC 5227 §3: an ARP announcement, sender and target IP both ours. */
+	if (uiw_arp_send_request(net, net->ip, net->ip, NULL) == 0)
+		net->counters[UIW_NET_C_arp_gratuitous_tx]++;
+}
+
+/* Which handler a frame goes to, or the counter that says why it is dropped. */
+static int eth_classify(const struct uiw_net *net, const struct rte_mbuf *m)
+{
+	const struct uiw_eth_hdr *eh;
+
+	if (m->pkt_len < UIW_ETH_HDR_LEN)
+		return UIW_NET_C_eth_drop_short;
+	if (!uiw_net_contig(m, 0, UIW_ETH_HDR_LEN))
+		return UIW_NET_C_eth_drop_split_hdr;
+	eh = rte_pktmbuf_mtod(m, const struct uiw_eth_hdr *);
+	if (memcmp(eh->dst, net->port->mac.addr_bytes, UIW_ETH_ALEN) != 0 &&
+	    !uiw_eth_is_broadcast(eh->dst))
+		return UIW_NET_C_eth_drop_not_ours;
+	switch (uiw_eth_type(eh)) {
+	case UIW_ETHERTYPE_ARP:
+		return -UIW_ETHERTYPE_ARP;
+	case UIW_ETHERTYPE_IPV4:
+		return -UIW_ETHERTYPE_IPV4;
+	default:
+		return UIW_NET_C_eth_drop_ethertype;
+	}
+}
+
+static void eth_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
+{
+	int verdict = eth_classify(net, m);
+
+	net->counters[UIW_NET_C_eth_rx]++;
+	if (verdict == -UIW_ETHERTYPE_ARP)
+		uiw_arp_input(net, m, now);
+	else if (verdict == -UIW_ETHERTYPE_IPV4)
+		uiw_ipv4_input(net, m, now);
+	else
+		uiw_net_drop(net, m, (enum uiw_net_counter)verdict);
+}
+
+void uiw_net_input(struct uiw_net *net, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
+{
+	for (uint16_t i = 0; i < n; i++)
+		eth_input(net, pkts[i], now);
+}
+
+void uiw_net_timer(struct uiw_net *net, uint64_t now)
+{
+	if (now < net->next_timer)
+		return;
+	net->next_timer = now + UIW_NET_TIMER_NS;
+	uiw_arp_timer(net, now);
+}
+
+unsigned uiw_net_poll(struct uiw_net *net, uint64_t now)
+{
+	struct rte_mbuf *pkts[UIW_NET_MAX_BURST];
+	uint16_t n = uiw_port_rx(net->port, pkts, (uint16_t)net->rx_burst);
+
+	uiw_net_input(net, pkts, n, now);
+	uiw_net_timer(net, now);
+	uiw_port_flush(net->port);
+	return n;
+}
+
+int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_t proto,
+		   uint64_t now)
+{
+	uint32_t payload = m->pkt_len;
+	uint32_t nexthop = dst;
+	struct uiw_ipv4_hdr *ih;
+
+	if ((dst & net->netmask) != (net->ip & net->netmask)) {
+		if (net->gateway == 0) {
+			uiw_net_drop(net, m, UIW_NET_C_ip_tx_no_route);
+			return -EHOSTUNREACH;
+		}
+		nexthop = net->gateway;
+	}
+	if (payload + UIW_IPV4_HDR_LEN > net->port->mtu ||
+	    rte_pktmbuf_prepend(m, UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN) == NULL) {
+		rte_pktmbuf_free(m);
+		return -ENOBUFS;
+	}
+	ih = rte_pktmbuf_mtod_offset(m, struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);
+	uiw_ipv4_build(ih, proto, net->ip, dst, (uint16_t)payload, net->ip_id++);
+	m->l2_len = UIW_ETH_HDR_LEN;
+	m->l3_len = UIW_IPV4_HDR_LEN;
+	net->counters[UIW_NET_C_ip_tx]++;
+	return uiw_arp_output(net, m, nexthop, now);
+}
+
+const char *uiw_ip_str(uint32_t ip, char buf[16])
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
+	return buf;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The lower half of the stack: Ethernet demux, ARP, IPv4 and ICMP echo for one port.
+ *
+ * Ownership: every function taking an mbuf consumes it (it is sent, queued or freed),
+ * unless its comment says it borrows it. Time is passed in as @p now (ns, uiw_now_ns()).
+ * Internal errors are negative errno values.
+ *
+ * IPv4 fragments are dropped and counted (ip_drop_frag): iWARP peers send DF segments no
+ * larger than the path MTU, and reassembly would be memory an attacker can pin.
+ */
+#ifndef UIW_NET_H
+#define UIW_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "uiw_config.h"
+#include "uiw_counters.h"
+#include "uiw_port.h"
+
+#define UIW_NET_COUNTERS(X)                                                                \
+	X(eth_rx, "frames into the stack")                                                 \
+	X(eth_drop_short, "frame shorter than its headers")                                \
+	X(eth_drop_split_hdr, "headers not contiguous in the first segment")               \
+	X(eth_drop_not_ours, "destination MAC neither ours nor broadcast")                 \
+	X(eth_drop_ethertype, "EtherType neither IPv4 nor ARP (VLAN tags included)")       \
+	X(arp_rx, "ARP packets received")                                                  \
+	X(arp_drop_format, "ARP not IPv4-over-Ethernet (htype, ptype, hlen, plen)")        \
+	X(arp_drop_op, "ARP operation neither request nor reply")                          \
+	X(arp_drop_bad_sender, "ARP sender MAC or IP not a unicast host address")          \
+	X(arp_conflict, "ARP from another MAC claiming our IP")                            \
+	X(arp_not_for_us, "ARP for another target (merged into the cache only)")           \
+	X(arp_request_answered, "ARP requests for our IP answered")                        \
+	X(arp_reply_rx, "ARP replies for us")                                              \
+	X(arp_request_tx, "ARP requests sent to resolve a neighbour")                      \
+	X(arp_gratuitous_tx, "gratuitous ARP announcements sent")                          \
+	X(arp_resolve_failed, "neighbours that never answered ARP")                        \
+	X(arp_hold_drop, "packets dropped while waiting for ARP")                          \
+	X(arp_evict, "ARP entries evicted because the cache was full")                     \
+	X(ip_rx, "IPv4 packets received")                                                  \
+	X(ip_drop_version, "IPv4 version not 4")                                           \
+	X(ip_drop_ihl, "IPv4 header length below 20 or past the frame")                   \
+	X(ip_drop_len, "IPv4 total length below the header or past the frame")             \
+	X(ip_drop_cksum, "IPv4 header checksum wrong")                                     \
+	X(ip_drop_ttl, "IPv4 TTL zero")                                                    \
+	X(ip_drop_not_ours, "IPv4 destination not our address or a broadcast")             \
+	X(ip_drop_src, "IPv4 source not a valid unicast host (martian)")                   \
+	X(ip_drop_frag, "IPv4 fragments (not reassembled)")                                \
+	X(ip_drop_proto, "IPv4 protocol not handled")                                      \
+	X(ip_tx, "IPv4 packets sent")                                                      \
+	X(ip_tx_no_route, "IPv4 packets dropped: no route (off-link, no gateway)")         \
+	X(icmp_rx, "ICMP messages received")                                               \
+	X(icmp_drop_short, "ICMP message shorter than its header")                         \
+	X(icmp_drop_cksum, "ICMP checksum wrong")                                          \
+	X(icmp_drop_bcast, "ICMP echo requests to a broadcast address (not answered)")     \
+	X(icmp_drop_type, "ICMP types not handled")                                        \
+	X(icmp_echo_answered, "ICMP echo requests answered")                               \
+	X(icmp_echo_reply_rx, "ICMP echo replies received")                                \
+	X(icmp_echo_tx, "ICMP echo requests sent")
+
+#define UIW_NET_C_(name, help) UIW_NET_C_##name,
+enum uiw_net_counter { UIW_NET_COUNTERS(UIW_NET_C_) UIW_NET_C__COUNT };
+#undef UIW_NET_C_
+
+extern const struct uiw_counter_desc uiw_net_counter_desc[UIW_NET_C__COUNT];
+
+#define UIW_ARP_SLOTS 256          /* power of two */
+#define UIW_ARP_MAX_ENTRIES 192    /* at most 3/4 full, then the oldest is evicted */
+#define UIW_ARP_HOLD 4             /* packets held per unresolved neighbour */
+#define UIW_NET_TIMER_NS 10000000ull /* timer walk at most every 10 ms */
+
+enum uiw_arp_state {
+	UIW_ARP_FREE = 0,
+	UIW_ARP_INCOMPLETE,        /* requests sent, no answer yet; packets held */
+	UIW_ARP_REACHABLE,         /* confirmed within arp_reachable_ms */
+	UIW_ARP_STALE,             /* not confirmed lately; still used, refreshed on use */
+	UIW_ARP_PROBE,             /* in use, a refresh request outstanding */
+};
+
+struct uiw_arp_entry {
+	uint32_t ip;               /* host order; 0 when free */
+	uint8_t state;             /* enum uiw_arp_state */
+	uint8_t tries;             /* requests sent in this resolution */
+	uint8_t mac[6];
+	uint16_t nheld;
+	uint64_t deadline;         /* next request (INCOMPLETE, PROBE) or expiry */
+	struct rte_mbuf *held[UIW_ARP_HOLD];
+};
+
+/**
+ * Called for each ICMP echo reply addressed to us (borrows @p m: the whole frame).
+ */
+typedef void (*uiw_net_echo_fn)(void *arg, uint32_t src, uint16_t id, uint16_t seq,
+				const struct rte_mbuf *m);
+
+struct uiw_net {
+	struct uiw_port *port;
+	uint32_t ip;               /* host order */
+	uint32_t netmask;
+	uint32_t gateway;          /* 0: none */
+	uint64_t arp_reachable_ns;
+	uint64_t arp_retry_ns;
+	unsigned arp_retries;
+	unsigned rx_burst;
+	unsigned arp_used;         /* entries not FREE */
+	uint64_t next_timer;
+	uint16_t ip_id;
+	uiw_net_echo_fn on_echo_reply;
+	void *cb_arg;
+	uint64_t counters[UIW_NET_C__COUNT];
+	struct uiw_arp_entry arp[UIW_ARP_SLOTS];
+};
+
+/** Sets up the instance on @p port with the addresses and ARP settings of @p cfg. */
+void uiw_net_init(struct uiw_net *net, struct uiw_port *port, const struct uiw_config *cfg);
+
+/** Frees every held packet. The port is not closed. */
+void uiw_net_fini(struct uiw_net *net);
+
+/** Announces our address with a gratuitous ARP request (RFC 5227 §3). */
+void uiw_net_start(struct uiw_net *net, uint64_t now);
+
+/** Processes received frames (consumes all @p n). Replies are queued on the port. */
+void uiw_net_input(struct uiw_net *net, struct rte_mbuf **pkts, uint16_t n, uint64_t now);
+
+/** ARP retries and expiry; cheap when called more often than every 10 ms. */
+void uiw_net_timer(struct uiw_net *net, uint64_t now);
+
+/**
+ * One poll pass: one RX burst (at most cfg rx_burst frames), input, timers, TX flush.
+ * @return frames received.
+ */
+unsigned uiw_net_poll(struct uiw_net *net, uint64_t now);
+
+/**
+ * Sends an IPv4 packet. @p m holds the IP payload and has headroom for the IPv4 and
+ * Ethernet headers (consumed). The next hop is resolved by ARP; the packet is held while
+ * resolution is under way.
+ * @return 0 when sent or held; -EHOSTUNREACH with no route; -ENOBUFS when the hold queue
+ *         is full or there is no headroom.
+ */
+int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_t proto,
+		   uint64_t now);
+
+/**
+ * Sends an ICMP echo request with @p payload_len bytes of pattern data.
+ * @return as uiw_net_output(), or -ENOMEM when no mbuf is free.
+ */
+int uiw_net_ping(struct uiw_net *net, uint32_t dst, uint16_t id, uint16_t seq,
+		 uint16_t payload_len, uint64_t now);
+
+/** The cache entry for @p ip, or NULL. */
+const struct uiw_arp_entry *uiw_net_arp_lookup(const struct uiw_net *net, uint32_t ip);
+
+/**
+ * One line describing a frame, tcpdump style ("ARP who-has 10.0.0.2 tell 10.0.0.1").
+ * Reads only the frame's own bytes (borrows @p m). @return the length written.
+ */
+size_t uiw_net_describe(const struct rte_mbuf *m, char *out, size_t outlen);
+
+/** Formats a host-order IPv4 address. @return @p buf. */
+const char *uiw_ip_str(uint32_t ip, char buf[16]);
+
+#endif
