@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Port objects: TX queueing and accounting, ring-pair ports through the real ethdev API. */
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "check_common.h"
+#include "frames.h"
+#include "uiw_port.h"
+
+static struct fake_port fp;
+
+static void teardown(void)
+{
+	if (fp.port.port_id == UIW_PORT_NONE) {
+		uiw_port_close(&fp.port);
+		fake_port_clear(&fp);
+	}
+}
+
+START_TEST(refused_frames_freed_and_counted)
+{
+	uint8_t f[60] = { 0 };
+
+	fake_port_init(&fp, MAC_US);
+	fp.accept = 3;
+	for (int i = 0; i < 5; i++)
+		uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
+	ck_assert_uint_eq(uiw_port_flush(&fp.port), 3);
+	ck_assert_uint_eq(fp.nsent, 3);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_packets], 3);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_bytes], 180);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_full], 2);
+	ck_assert_uint_eq(fp.port.tx_n, 0);
+}
+END_TEST
+
+START_TEST(full_tx_buffer_flushes_itself)
+{
+	uint8_t f[60] = { 0 };
+
+	fake_port_init(&fp, MAC_US);
+	for (int i = 0; i < UIW_PORT_TX_BUF + 1; i++)
+		uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
+	ck_assert_uint_eq(fp.nsent, UIW_PORT_TX_BUF);
+	ck_assert_uint_eq(fp.port.tx_n, 1);
+}
+END_TEST
+
+START_TEST(ring_pair_carries_frames_both_ways)
+{
+	struct uiw_config cfg;
+	struct uiw_port a, b;
+	struct rte_mbuf *rx[4];
+	uint16_t ida, idb;
+	uint8_t f[100];
+
+	for (size_t i = 0; i < sizeof(f); i++)
+		f[i] = (uint8_t)i;
+	uiw_config_defaults(&cfg);
+	cfg.mbufs = 511;
+	ck_assert_int_eq(uiw_port_ringpair_create("unit", &ida, &idb), 0);
+	ck_assert_int_eq(uiw_port_open_ethdev(&a, ida, &cfg), 0);
+	ck_assert_int_eq(uiw_port_open_ethdev(&b, idb, &cfg), 0);
+	/* Ring ports have no MAC of their own: each gets a random unicast one. */
+	ck_assert(rte_is_unicast_ether_addr(&a.mac));
+	ck_assert(!rte_is_same_ether_addr(&a.mac, &b.mac));
+	uiw_port_tx(&a, frame_copy(f, sizeof(f)));
+	ck_assert_uint_eq(uiw_port_flush(&a), 1);
+	ck_assert_uint_eq(uiw_port_rx(&b, rx, 4), 1);
+	ck_assert_uint_eq(rx[0]->pkt_len, sizeof(f));
+	ck_assert_mem_eq(rte_pktmbuf_mtod(rx[0], void *), f, sizeof(f));
+	rte_pktmbuf_free(rx[0]);
+	uiw_port_tx(&b, frame_copy(f, 60));
+	uiw_port_flush(&b);
+	ck_assert_uint_eq(uiw_port_rx(&a, rx, 4), 1);
+	rte_pktmbuf_free(rx[0]);
+	ck_assert_uint_eq(uiw_port_rx(&a, rx, 4), 0);
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_tx_bytes], 100);
+	ck_assert_uint_eq(b.counters[UIW_PORT_C_rx_bytes], 100);
+	uiw_port_close(&a);
+	uiw_port_close(&b);
+}
+END_TEST
+
+static Suite *port_suite(void)
+{
+	Suite *s = suite_create("port");
+	TCase *tc = tcase_with_leak_check("port", NULL, teardown);
+
+	tcase_add_test(tc, refused_frames_freed_and_counted);
+	tcase_add_test(tc, full_tx_buffer_flushes_itself);
+	tcase_add_test(tc, ring_pair_carries_frames_both_ways);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(port_suite());
+}
