@@ -36,6 +36,7 @@ struct opts {
 	unsigned ping_interval_ms;
 	int trace;
 	const char *ready_file;
+	unsigned link_wait_ms;
 };
 
 struct ping_state {
@@ -69,7 +70,8 @@ static void usage(const char *prog)
 		"  -n, --count N           echo requests to send (default 5)\n"
 		"  -I, --interval MS       gap between echo requests (default 200)\n"
 		"  -t, --trace             print every frame sent\n"
-		"  -r, --ready-file PATH   create PATH once the port is up\n",
+		"  -r, --ready-file PATH   create PATH once the port is up\n"
+		"  -w, --link-wait MS      wait up to MS ms for the link to come up (default 10000)\n",
 		prog);
 }
 
@@ -85,6 +87,7 @@ static int parse_args(int argc, char **argv, struct uiw_config *cfg, struct opts
 		{ "interval", required_argument, NULL, 'I' },
 		{ "trace", no_argument, NULL, 't' },
 		{ "ready-file", required_argument, NULL, 'r' },
+		{ "link-wait", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -94,7 +97,7 @@ static int parse_args(int argc, char **argv, struct uiw_config *cfg, struct opts
 	uiw_config_defaults(cfg);
 	if (uiw_config_load_env(cfg, err, sizeof(err)) != 0)
 		goto bad_config;
-	while ((opt = getopt_long(argc, argv, "c:s:d:i:p:n:I:tr:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:s:d:i:p:n:I:tr:w:h", longopts, NULL)) != -1) {
 		struct in_addr a;
 
 		switch (opt) {
@@ -130,6 +133,9 @@ static int parse_args(int argc, char **argv, struct uiw_config *cfg, struct opts
 			break;
 		case 'r':
 			o->ready_file = optarg;
+			break;
+		case 'w':
+			o->link_wait_ms = (unsigned)atoi(optarg);
 			break;
 		default:
 			usage(argv[0]);
@@ -176,7 +182,7 @@ int main(int argc, char **argv)
 {
 	static struct uiw_net net;
 	static struct ping_state ps;
-	struct opts o = { 0, 0, 0, 5, 200, 0, NULL };
+	struct opts o = { 0, 0, 0, 5, 200, 0, NULL, 10000 };
 	struct uiw_config cfg;
 	struct uiw_port port;
 	struct app_trace trace;
@@ -196,6 +202,8 @@ int main(int argc, char **argv)
 		app_trace_attach(&trace, &port, "->");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (uiw_port_wait_link(&port, o.link_wait_ms) != 0)
+		UIW_WARN("port %s: link still down after %u ms; going on", port.name, o.link_wait_ms);
 	printf("uiwarp-host: %s/%u on %s, MAC " RTE_ETHER_ADDR_PRT_FMT "\n", uiw_ip_str(cfg.ip, ip),
 	       cfg.prefix_len, port.name, RTE_ETHER_ADDR_BYTES(&port.mac));
 	uiw_net_start(&net, uiw_now_ns());

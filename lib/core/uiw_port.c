@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <rte_bus_vdev.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
@@ -362,6 +363,23 @@ fail:
 	rte_mempool_free(port->pool);
 	port->pool = NULL;
 	return -1;
+}
+
+int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
+{
+	struct rte_eth_link link;
+
+	if (port->port_id == UIW_PORT_NONE)
+		return 0;
+	for (unsigned waited = 0;; waited += 10) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(port->port_id, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_UP)
+			return 0;
+		if (waited >= timeout_ms)
+			return -1;
+		rte_delay_us_sleep(10000);
+	}
 }
 
 void uiw_port_close(struct uiw_port *port)

@@ -93,6 +93,12 @@ int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg);
  */
 int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct uiw_config *cfg);
 
+/**
+ * Waits until the PMD reports the link up (memif and vhost links come up when the peer
+ * process connects). @return 0 when up, -1 after @p timeout_ms.
+ */
+int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms);
+
 /** Stops and closes the port, frees queued frames and its pool (pcap output is flushed). */
 void uiw_port_close(struct uiw_port *port);
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what uiwarp needs to build, run and test on Debian 12. Idempotent: packages
+# already present are not touched, and apt is not called at all when nothing is missing.
+set -euo pipefail
+
+packages=(
+	# build
+	gcc clang meson ninja-build pkg-config python3
+	# DPDK 22.11, rdma-core headers, Check
+	libdpdk-dev dpdk libibverbs-dev librdmacm-dev check libpcap-dev
+	# fuzzing runtime for clang (libFuzzer) and sanitizers
+	libclang-rt-14-dev
+	# what the tests use
+	tshark iproute2 iputils-ping ethtool
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Port bring-up on the PMDs that link processes on this machine, each with ARP and ping
+# across it: two uiwarp processes over memif, two over vhost-user/virtio-user, and Linux
+# pinging uiwarp over a tap device (inside a network namespace this test creates).
+# The tap part is skipped without root; the rest needs nothing but this machine.
+#
+# usage: pmd_pairs.sh UIWARP_HOST_BINARY
+set -u
+host=${1:?usage: pmd_pairs.sh UIWARP_HOST_BINARY}
+tmp=$(mktemp -d /tmp/uiw-pmd.XXXXXX)
+ns="uiw-tap-$$"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.3
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	ip netns del "$ns" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+common="hugepages=off; memory=128; mbufs=2047"
+passed=0 failed=0
+
+# pair NAME SERVER_PORT CLIENT_PORT: the server answers, the client pings it 10 times.
+pair() {
+	local name=$1 sport=$2 cport=$3 spid rc
+	"$host" --set "port=$sport; ip=10.66.0.1/24; lcores=0; $common" --duration 60 \
+		>"$tmp/$name-server.log" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	sleep 0.5
+	"$host" --set "port=$cport; ip=10.66.0.2/24; lcores=1; $common" \
+		--ping 10.66.0.1 --count 10 --interval 50 --idle-exit 500 --duration 30 \
+		>"$tmp/$name-client.log" 2>&1
+	rc=$?
+	# Stop the server only now: memif in DPDK 22.11 may crash a sender whose peer left.
+	kill -TERM "$spid"
+	wait "$spid"
+	if [ "$rc" -eq 0 ] && grep -q "ping: 10 sent, 10 replies" "$tmp/$name-client.log" &&
+		grep -q "icmp_echo_answered *10 " "$tmp/$name-server.log"; then
+		echo "ok: $name: 10 of 10 echoes answered"
+		passed=$((passed + 1))
+	else
+		echo "FAIL: $name"
+		cat "$tmp/$name-server.log" "$tmp/$name-client.log"
+		failed=$((failed + 1))
+	fi
+}
+
+pair memif "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" \
+	"net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no"
+pair vhost-virtio "net_vhost0,iface=$tmp/vhost.sock,queues=1" \
+	"net_virtio_user0,path=$tmp/vhost.sock,queues=1"
+
+if [ "$(id -u)" -eq 0 ] && ip netns add "$ns" 2>/dev/null; then
+	ip netns exec "$ns" "$host" --set "port=net_tap0,iface=uiwtap0; ip=10.67.0.2/24; $common" \
+		--ready-file "$tmp/tap.ready" --duration 60 >"$tmp/tap.log" 2>&1 &
+	tpid=$!
+	pids+=("$tpid")
+	for _ in $(seq 1 300); do [ -e "$tmp/tap.ready" ] && break; sleep 0.1; done
+	ip -n "$ns" addr add 10.67.0.1/24 dev uiwtap0 && ip -n "$ns" link set uiwtap0 up &&
+		ip netns exec "$ns" ping -c 10 -i 0.05 -W 2 10.67.0.2 >"$tmp/tap-ping.log" 2>&1
+	kill -TERM "$tpid"
+	wait "$tpid"
+	if grep -q "10 packets transmitted, 10 received" "$tmp/tap-ping.log"; then
+		echo "ok: tap: Linux's 10 pings answered"
+		passed=$((passed + 1))
+	else
+		echo "FAIL: tap"
+		cat "$tmp/tap.log" "$tmp/tap-ping.log"
+		failed=$((failed + 1))
+	fi
+else
+	echo "skipped: tap (needs root and network namespaces)"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
