@@ -16,6 +16,6 @@ struct app_trace {
 void app_trace_attach(struct app_trace *t, struct uiw_port *port, const char *label);
 
 /** Prints the non-zero counters of a port and its stack instance. */
-void app_print_counters(const char *title, const struct uiw_port *port, const struct uiw_net *net);
+void app_print_counters(const char *title, struct uiw_port *port, const struct uiw_net *net);
 
 #endif

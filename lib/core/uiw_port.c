@@ -365,6 +365,17 @@ fail:
 	return -1;
 }
 
+void uiw_port_read_pmd_counters(struct uiw_port *port)
+{
+	struct rte_eth_stats st;
+
+	if (port->port_id == UIW_PORT_NONE || rte_eth_stats_get(port->port_id, &st) != 0)
+		return;
+	port->counters[UIW_PORT_C_rx_missed] = st.imissed;
+	port->counters[UIW_PORT_C_rx_errors] = st.ierrors;
+	port->counters[UIW_PORT_C_rx_nombuf] = st.rx_nombuf;
+}
+
 int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 {
 	struct rte_eth_link link;

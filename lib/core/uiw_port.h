@@ -30,7 +30,10 @@
 	X(tx_packets, "frames the PMD accepted")                                     \
 	X(tx_bytes, "bytes the PMD accepted")                                        \
 	X(tx_drop_full, "frames dropped: the PMD's TX queue was full")               \
-	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")
+	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")                  \
+	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
+	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
+	X(rx_nombuf, "frames the PMD dropped: no mbuf to receive into")
 
 #define UIW_PORT_C_(name, help) UIW_PORT_C_##name,
 enum uiw_port_counter { UIW_PORT_COUNTERS(UIW_PORT_C_) UIW_PORT_C__COUNT };
@@ -123,6 +126,9 @@ static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts
 		port->counters[UIW_PORT_C_rx_bytes] += pkts[i]->pkt_len;
 	return got;
 }
+
+/** Copies the PMD's own drop counts (ethdev stats) into the port's counters. */
+void uiw_port_read_pmd_counters(struct uiw_port *port);
 
 /** Hands queued frames to the PMD; frames it refuses are freed and counted. */
 uint16_t uiw_port_flush(struct uiw_port *port);
