@@ -80,7 +80,6 @@ void uiw_ipv4_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 	bool bcast = false;
 	int verdict;
 
-	(void)now;
 	net->counters[UIW_NET_C_ip_rx]++;
 	verdict = ipv4_validate(net, m, &bcast);
 	if (verdict != UIW_NET_ACCEPT) {
@@ -94,6 +93,13 @@ void uiw_ipv4_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 	switch (ih->proto) {
 	case UIW_IPPROTO_ICMP:
 		uiw_icmp_input(net, m, uiw_ipv4_hdr_len(ih), bcast);
+		break;
+	case UIW_IPPROTO_TCP:
+		if (net->tcp_input != NULL && !bcast) {
+			net->tcp_input(net->tcp_ctx, m, uiw_ipv4_hdr_len(ih), now);
+			break;
+		}
+		uiw_net_drop(net, m, UIW_NET_C_ip_drop_proto);
 		break;
 	default:
 		uiw_net_drop(net, m, UIW_NET_C_ip_drop_proto);

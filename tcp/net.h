@@ -97,6 +97,13 @@ struct uiw_arp_entry {
 typedef void (*uiw_net_echo_fn)(void *arg, uint32_t src, uint16_t id, uint16_t seq,
 				const struct rte_mbuf *m);
 
+/**
+ * Receives an IPv4 datagram for a transport protocol (consumes @p m: the whole frame, its
+ * IPv4 header already checked, trimmed to the datagram; the payload starts at
+ * UIW_ETH_HDR_LEN + @p ihl).
+ */
+typedef void (*uiw_net_l4_fn)(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
+
 struct uiw_net {
 	struct uiw_port *port;
 	uint32_t ip;               /* host order */
@@ -111,6 +118,8 @@ struct uiw_net {
 	uint16_t ip_id;
 	uiw_net_echo_fn on_echo_reply;
 	void *cb_arg;
+	uiw_net_l4_fn tcp_input;   /* set by the TCP engine */
+	void *tcp_ctx;
 	uint64_t counters[UIW_NET_C__COUNT];
 	struct uiw_arp_entry arp[UIW_ARP_SLOTS];
 };

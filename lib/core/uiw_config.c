@@ -22,6 +22,21 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->arp_reachable_ms = 30000;
 	cfg->arp_retry_ms = 1000;
 	cfg->arp_retries = 3;
+	cfg->tcp_max_conns = 16384;
+	cfg->tcp_rcv_buf = 4u << 20;
+	cfg->tcp_snd_buf = 4u << 20;
+	cfg->tcp_delack_us = 500;
+	cfg->tcp_min_rto_ms = 200;
+	cfg->tcp_init_rto_ms = 1000;
+	cfg->tcp_max_rto_ms = 60000;
+	cfg->tcp_syn_retries = 6;
+	cfg->tcp_retries = 15;
+	cfg->tcp_time_wait_ms = 60000;
+	cfg->tcp_sack = 1;
+	cfg->tcp_timestamps = 1;
+	cfg->tcp_window_scaling = 1;
+	cfg->tcp_ooo_max = 1024;
+	cfg->fault_seed = 1;
 }
 
 static int fail(char *err, size_t errlen, const char *key, const char *why, const char *value)
@@ -117,6 +132,21 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("arp_reachable_ms", arp_reachable_ms, 100, 3600000),
 	UINT_KEY("arp_retry_ms", arp_retry_ms, 10, 60000),
 	UINT_KEY("arp_retries", arp_retries, 1, 100),
+	UINT_KEY("tcp_max_conns", tcp_max_conns, 1, 1u << 20),
+	UINT_KEY("tcp_rcv_buf", tcp_rcv_buf, 4096, 1u << 30),
+	UINT_KEY("tcp_snd_buf", tcp_snd_buf, 4096, 1u << 30),
+	UINT_KEY("tcp_delack_us", tcp_delack_us, 0, 500000),
+	UINT_KEY("tcp_min_rto_ms", tcp_min_rto_ms, 1, 60000),
+	UINT_KEY("tcp_init_rto_ms", tcp_init_rto_ms, 1, 60000),
+	UINT_KEY("tcp_max_rto_ms", tcp_max_rto_ms, 1, 600000),
+	UINT_KEY("tcp_syn_retries", tcp_syn_retries, 0, 20),
+	UINT_KEY("tcp_retries", tcp_retries, 1, 50),
+	UINT_KEY("tcp_time_wait_ms", tcp_time_wait_ms, 0, 600000),
+	UINT_KEY("tcp_sack", tcp_sack, 0, 1),
+	UINT_KEY("tcp_timestamps", tcp_timestamps, 0, 1),
+	UINT_KEY("tcp_window_scaling", tcp_window_scaling, 0, 1),
+	UINT_KEY("tcp_ooo_max", tcp_ooo_max, 0, 65536),
+	UINT_KEY("fault_seed", fault_seed, 0, 0xffffffffu),
 };
 
 int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
@@ -160,6 +190,11 @@ int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
 		if (value[0] == '\0' || strchr(value, ' ') ||
 		    copy_str(cfg->port, sizeof(cfg->port), value) != 0)
 			return fail(err, errlen, key, "expects DPDK devargs or a PCI address", value);
+	} else if (strcmp(key, "fault_rx") == 0 || strcmp(key, "fault_tx") == 0) {
+		char *dst = key[6] == 'r' ? cfg->fault_rx : cfg->fault_tx;
+
+		if (copy_str(dst, sizeof(cfg->fault_rx), value) != 0)
+			return fail(err, errlen, key, "too long", value);
 	} else if (strcmp(key, "ip") == 0) {
 		if (set_ip(cfg, value) != 0)
 			return fail(err, errlen, key, "expects an IPv4 address with /prefix", value);

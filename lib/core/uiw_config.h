@@ -51,6 +51,27 @@ struct uiw_config {
 	unsigned arp_reachable_ms;         /**< how long a confirmed entry is trusted */
 	unsigned arp_retry_ms;             /**< gap between resolution requests */
 	unsigned arp_retries;              /**< requests before giving up */
+
+	/* TCP. */
+	unsigned tcp_max_conns;            /**< TCBs, preallocated */
+	unsigned tcp_rcv_buf;              /**< receive window, bytes */
+	unsigned tcp_snd_buf;              /**< send queue limit, bytes */
+	unsigned tcp_delack_us;            /**< delayed-ACK timeout; 0 = ACK every segment */
+	unsigned tcp_min_rto_ms;
+	unsigned tcp_init_rto_ms;          /**< RFC 6298 §2.1: 1 s */
+	unsigned tcp_max_rto_ms;
+	unsigned tcp_syn_retries;
+	unsigned tcp_retries;              /**< data retransmissions before giving up */
+	unsigned tcp_time_wait_ms;         /**< 2 MSL */
+	unsigned tcp_sack;                 /**< offer SACK-permitted */
+	unsigned tcp_timestamps;           /**< offer timestamps */
+	unsigned tcp_window_scaling;       /**< offer window scaling */
+	unsigned tcp_ooo_max;              /**< out-of-order segments held per connection */
+
+	/* Fault injection on the port (docs/CONFIG.md); empty = none. */
+	char fault_rx[128];
+	char fault_tx[128];
+	unsigned fault_seed;
 };
 
 /** Fills every key with its default. */

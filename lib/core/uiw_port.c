@@ -14,6 +14,7 @@
 #include <rte_eth_ring.h>
 #include <rte_ring.h>
 
+#include "uiw_fault.h"
 #include "uiw_log.h"
 
 #define UIW_PORT_DESC_(name, help) { #name, help },
@@ -395,6 +396,8 @@ int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 
 void uiw_port_close(struct uiw_port *port)
 {
+	if (port->fault != NULL)
+		uiw_fault_detach(port);
 	for (uint16_t i = 0; i < port->tx_n; i++)
 		rte_pktmbuf_free(port->tx_buf[i]);
 	port->tx_n = 0;
@@ -464,7 +467,7 @@ uint16_t uiw_port_flush(struct uiw_port *port)
 	uint16_t n = port->tx_n, sent;
 	uint32_t len[UIW_PORT_TX_BUF];
 
-	if (n == 0)
+	if (n == 0 && port->fault == NULL)
 		return 0;
 	/* Lengths first: once the PMD has a frame, it may already be freed or received. */
 	for (uint16_t i = 0; i < n; i++)

@@ -58,6 +58,7 @@ struct uiw_port {
 	uiw_burst_fn rx_burst;
 	uiw_burst_fn tx_burst;
 	void *user;                   /**< for the burst functions of a test port */
+	void *fault;                  /**< struct uiw_fault when faults are injected */
 	uint16_t tx_n;
 	struct rte_mbuf *tx_buf[UIW_PORT_TX_BUF];
 	uint64_t counters[UIW_PORT_C__COUNT];

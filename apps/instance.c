@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "instance.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "trace.h"
+#include "uiw_log.h"
+#include "uiw_time.h"
+
+int app_instance_open(struct app_instance *ai, const struct uiw_config *cfg, uint16_t port_id,
+		      unsigned link_wait_ms)
+{
+	char err[256];
+	int rc;
+
+	memset(ai, 0, sizeof(*ai));
+	ai->cfg = *cfg;
+	rc = port_id == UINT16_MAX ? uiw_port_open(&ai->port, cfg)
+				   : uiw_port_open_ethdev(&ai->port, port_id, cfg);
+	if (rc != 0)
+		return -1;
+	if (uiw_fault_attach(&ai->port, &ai->fault, cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "configuration: %s\n", err);
+		uiw_port_close(&ai->port);
+		return -1;
+	}
+	if (uiw_port_wait_link(&ai->port, link_wait_ms) != 0)
+		UIW_WARN("port %s: link still down after %u ms; going on", ai->port.name, link_wait_ms);
+	uiw_net_init(&ai->net, &ai->port, cfg);
+	if (uiw_tcp_create(&ai->tcp, &ai->net, cfg) != 0) {
+		fprintf(stderr, "cannot create the TCP engine (tcp_max_conns %u)\n", cfg->tcp_max_conns);
+		uiw_port_close(&ai->port);
+		return -1;
+	}
+	uiw_net_start(&ai->net, uiw_now_ns());
+	uiw_port_flush(&ai->port);
+	return 0;
+}
+
+void app_instance_close(struct app_instance *ai)
+{
+	uiw_tcp_destroy(ai->tcp);
+	ai->tcp = NULL;
+	uiw_net_fini(&ai->net);
+	uiw_port_close(&ai->port);
+}
+
+void app_instance_print_counters(struct app_instance *ai, const char *title)
+{
+	app_print_counters(title, &ai->port, &ai->net);
+	if (ai->tcp != NULL)
+		uiw_counters_print(stdout, "tcp", uiw_tcp_counter_desc, uiw_tcp_counters(ai->tcp),
+				   UIW_TCP_C__COUNT, true);
+	if (ai->port.fault != NULL)
+		uiw_fault_print(stdout, &ai->fault);
+}
+
+int app_load_config(struct uiw_config *cfg, int *argc, char **argv)
+{
+	char err[512];
+	int out = 1;
+
+	uiw_config_defaults(cfg);
+	if (uiw_config_load_env(cfg, err, sizeof(err)) != 0)
+		goto bad;
+	for (int i = 1; i < *argc; i++) {
+		bool is_file = strcmp(argv[i], "--config") == 0;
+		bool is_set = strcmp(argv[i], "--set") == 0;
+
+		if ((is_file || is_set) && i + 1 < *argc) {
+			int rc = is_file ? uiw_config_load_file(cfg, argv[i + 1], err, sizeof(err))
+					 : uiw_config_parse_text(cfg, argv[i + 1], "--set", err,
+								 sizeof(err));
+			if (rc != 0)
+				goto bad;
+			i++;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	*argc = out;
+	argv[out] = NULL;
+	uiw_log_level_set(cfg->log_level);
+	return 0;
+bad:
+	fprintf(stderr, "configuration: %s\n", err);
+	return -1;
+}

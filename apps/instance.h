@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One stack instance for the tools: port (with optional faults), lower half, TCP. */
+#ifndef UIW_APP_INSTANCE_H
+#define UIW_APP_INSTANCE_H
+
+#include "net.h"
+#include "tcp.h"
+#include "uiw_config.h"
+#include "uiw_fault.h"
+#include "uiw_port.h"
+
+struct app_instance {
+	struct uiw_config cfg;
+	struct uiw_port port;
+	struct uiw_fault fault;
+	struct uiw_net net;
+	struct uiw_tcp *tcp;
+};
+
+/**
+ * Brings up the port @p cfg names (or the ethdev @p port_id when it is not UINT16_MAX),
+ * attaches the configured faults, waits up to @p link_wait_ms for the link, and creates
+ * the lower half and TCP. @return 0, or -1 after printing why.
+ */
+int app_instance_open(struct app_instance *ai, const struct uiw_config *cfg, uint16_t port_id,
+		      unsigned link_wait_ms);
+
+void app_instance_close(struct app_instance *ai);
+
+/** Prints the non-zero counters of every layer of the instance. */
+void app_instance_print_counters(struct app_instance *ai, const char *title);
+
+/**
+ * Loads the configuration for a tool: defaults, $UIWARP_CONF, $UIWARP_CONFIG, then each
+ * --config FILE / --set TEXT in @p argv order (handled and removed from argv).
+ * @return 0, or -1 after printing why.
+ */
+int app_load_config(struct uiw_config *cfg, int *argc, char **argv);
+
+#endif

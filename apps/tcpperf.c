@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * uiwarp-tcpperf: TCP throughput and request/response latency between two uiwarp
+ * instances, or between uiwarp and any TCP peer (Linux, nc, iperf-like scripts).
+ * Every stream is hashed with SHA-256 on both sides, so a transfer is checked end to end.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <rte_eal.h>
+
+#include "instance.h"
+#include "sha256.h"
+#include "uiw_log.h"
+#include "uiw_time.h"
+
+enum role { ROLE_SINK, ROLE_SOURCE, ROLE_ECHO, ROLE_RR };
+
+struct peer {
+	struct perf *p;
+	struct uiw_tcp_conn *c;
+	unsigned id;
+	enum role role;
+	uint64_t to_send, sent, received;
+	struct sha256 tx_hash, rx_hash;
+	uint64_t rng;
+	bool connected, closing, closed;
+	int err;
+	uint64_t t_start, t_end;
+	unsigned rr_done;
+	uint32_t rr_got;
+	uint64_t rr_sent_at;
+};
+
+struct perf {
+	struct app_instance *ai;
+	enum role server_role, client_role;
+	uint64_t bytes;
+	unsigned rr_count, size, conns, exit_after;
+	unsigned npeers, max_peers, closed, failed;
+	struct peer *peers;
+	uint64_t *rtt_ns;
+	size_t nrtt;
+	bool verbose;
+	bool no_hash;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static struct peer *new_peer(struct perf *p, struct uiw_tcp_conn *c, enum role role)
+{
+	struct peer *pe;
+
+	if (p->npeers == p->max_peers)
+		return NULL;
+	pe = &p->peers[p->npeers];
+	memset(pe, 0, sizeof(*pe));
+	pe->p = p;
+	pe->c = c;
+	pe->id = p->npeers++;
+	pe->role = role;
+	pe->to_send = role == ROLE_SOURCE ? p->bytes : 0;
+	pe->rng = 0x243F6A8885A308D3ull + pe->id;
+	sha256_init(&pe->tx_hash);
+	sha256_init(&pe->rx_hash);
+	pe->t_start = uiw_now_ns();
+	return pe;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* One mbuf of at most @p len pattern bytes, hashed as sent. */
+static struct rte_mbuf *make_data(struct peer *pe, uint32_t len)
+{
+	struct uiw_port *port = &pe->p->ai->port;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(port->pool);
+	uint8_t *d;
+
+	if (m == NULL)
+		return NULL;
+	len = RTE_MIN(len, (uint32_t)rte_pktmbuf_tailroom(m));
+	d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)len);
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t r = xorshift(&pe->rng);
+
+		memcpy(d + i, &r, RTE_MIN(8u, len - i));
+	}
+	if (!pe->p->no_hash)
+		sha256_update(&pe->tx_hash, d, len);
+	return m;
+}
+
+static void pump(struct peer *pe)
+{
+	uint32_t mss;
+
+	if (!pe->connected || pe->closed || pe->closing)
+		return;
+	mss = uiw_tcp_mss(pe->c);
+	while (pe->sent < pe->to_send) {
+		uint32_t len = (uint32_t)RTE_MIN((uint64_t)mss, pe->to_send - pe->sent);
+		struct rte_mbuf *m;
+
+		if (uiw_tcp_send_space(pe->c) < len)
+			return;
+		m = make_data(pe, len);
+		if (m == NULL)
+			return;
+		len = m->pkt_len;
+		if (uiw_tcp_send(pe->c, m, 0) != 0)
+			return;
+		pe->sent += len;
+	}
+	if (pe->role == ROLE_SOURCE) {
+		pe->closing = true;
+		uiw_tcp_close(pe->c);
+	}
+}
+
+static void rr_request(struct peer *pe)
+{
+	struct rte_mbuf *m = make_data(pe, pe->p->size);
+
+	pe->rr_got = 0;
+	pe->rr_sent_at = uiw_now_ns();
+	if (m == NULL || uiw_tcp_send(pe->c, m, 0) != 0) {
+		pe->err = -ENOBUFS;
+		uiw_tcp_abort(pe->c);
+		pe->closed = true;
+		pe->p->closed++;
+		pe->p->failed++;
+		return;
+	}
+	pe->sent += pe->p->size;
+}
+
+static void on_connected(void *user, struct uiw_tcp_conn *c)
+{
+	struct peer *pe = user;
+
+	(void)c;
+	pe->connected = true;
+	pe->t_start = uiw_now_ns();
+	if (pe->role == ROLE_RR)
+		rr_request(pe);
+}
+
+static void rr_reply(struct peer *pe, uint32_t len)
+{
+	struct perf *p = pe->p;
+
+	pe->rr_got += len;
+	if (pe->rr_got < p->size)
+		return;
+	if (p->nrtt < (size_t)p->rr_count * p->conns)
+		p->rtt_ns[p->nrtt++] = uiw_now_ns() - pe->rr_sent_at;
+	if (++pe->rr_done < p->rr_count) {
+		rr_request(pe);
+	} else if (!pe->closing) {
+		pe->closing = true;
+		uiw_tcp_close(pe->c);
+	}
+}
+
+static void on_recv(void *user, struct uiw_tcp_conn *c, struct rte_mbuf *m)
+{
+	struct peer *pe = user;
+	uint32_t len = m->pkt_len;
+
+	for (struct rte_mbuf *s = m; s != NULL && !pe->p->no_hash; s = s->next)
+		sha256_update(&pe->rx_hash, rte_pktmbuf_mtod(s, void *), s->data_len);
+	pe->received += len;
+	if (pe->role == ROLE_ECHO) {
+		uiw_tcp_send(c, m, 0); /* the payload goes straight back */
+		pe->sent += len;
+		return;
+	}
+	rte_pktmbuf_free(m);
+	if (pe->role == ROLE_RR)
+		rr_reply(pe, len);
+}
+
+static void on_peer_closed(void *user, struct uiw_tcp_conn *c)
+{
+	struct peer *pe = user;
+
+	if (!pe->closing && pe->role != ROLE_SOURCE) {
+		pe->closing = true;
+		uiw_tcp_close(c);
+	}
+}
+
+static void report(const struct peer *pe)
+{
+	struct sha256 tx = pe->tx_hash, rx = pe->rx_hash;
+	double secs = (double)(pe->t_end - pe->t_start) / 1e9;
+	char h[65];
+
+	if (pe->err != 0) {
+		printf("conn %u: failed: %s after %" PRIu64 " bytes out, %" PRIu64 " in\n", pe->id,
+		       strerror(-pe->err), pe->sent, pe->received);
+		return;
+	}
+	if (pe->role == ROLE_SOURCE || pe->role == ROLE_RR) {
+		sha256_hex(&tx, h);
+		printf("conn %u: sent %" PRIu64 " bytes sha256 %s\n", pe->id, pe->sent, h);
+	}
+	if (pe->role == ROLE_SINK || pe->role == ROLE_ECHO || pe->role == ROLE_RR) {
+		sha256_hex(&rx, h);
+		printf("conn %u: received %" PRIu64 " bytes sha256 %s\n", pe->id, pe->received, h);
+	}
+	if (pe->p->verbose || pe->p->conns == 1)
+		printf("conn %u: %.3f s, %.3f Gb/s\n", pe->id, secs,
+		       secs > 0 ? (double)(pe->sent + pe->received) * 8 / secs / 1e9 : 0.0);
+}
+
+static void on_closed(void *user, struct uiw_tcp_conn *c, int err)
+{
+	struct peer *pe = user;
+
+	(void)c;
+	pe->closed = true;
+	pe->err = err;
+	pe->t_end = uiw_now_ns();
+	pe->p->closed++;
+	if (err != 0)
+		pe->p->failed++;
+	report(pe);
+}
+
+static const struct uiw_tcp_ops peer_ops = {
+	.connected = on_connected,
+	.recv = on_recv,
+	.peer_closed = on_peer_closed,
+	.closed = on_closed,
+};
+
+static int on_accept(void *ctx, struct uiw_tcp_conn *c)
+{
+	struct perf *p = ctx;
+	struct peer *pe = new_peer(p, c, p->server_role);
+
+	if (pe == NULL)
+		return -1;
+	pe->connected = true;
+	uiw_tcp_set_user(c, &peer_ops, pe);
+	return 0;
+}
+
+static const struct uiw_tcp_ops listen_ops = {
+	.accept = on_accept,
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_rr(struct perf *p)
+{
+	double sum = 0;
+
+	if (p->nrtt == 0)
+		return;
+	qsort(p->rtt_ns, p->nrtt, sizeof(p->rtt_ns[0]), cmp_u64);
+	for (size_t i = 0; i < p->nrtt; i++)
+		sum += (double)p->rtt_ns[i];
+	printf("rr: %zu round trips of %u bytes: min %.2f us, p50 %.2f us, p99 %.2f us, avg %.2f us\n",
+	       p->nrtt, p->size, (double)p->rtt_ns[0] / 1e3, (double)p->rtt_ns[p->nrtt / 2] / 1e3,
+	       (double)p->rtt_ns[p->nrtt * 99 / 100] / 1e3, sum / (double)p->nrtt / 1e3);
+}
+
+struct opts {
+	bool pair;
+	uint16_t listen_port;
+	uint32_t connect_ip;
+	uint16_t connect_port;
+	double duration;
+	unsigned link_wait_ms;
+};
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: uiwarp-tcpperf [--config FILE] [--set K=V]... MODE WORK [options]\n"
+		"  MODE: --pair (two instances over a ring pair here) | --listen PORT |\n"
+		"        --connect IP:PORT\n"
+		"  WORK: --send BYTES | --recv | --rr N [--size BYTES] | --echo (server)\n"
+		"  --conns K         client connections at once (default 1)\n"
+		"  --exit-after N    server: stop after N connections closed\n"
+		"  --duration SEC    stop after SEC seconds (default 600)\n"
+		"  --link-wait MS    wait for the port's link (default 10000)\n"
+		"  --no-hash         skip SHA-256 (for throughput figures; hashes print as empty)\n"
+		"  --verbose\n");
+}
+
+static int parse_endpoint(const char *s, uint32_t *ip, uint16_t *port)
+{
+	char buf[64];
+	char *colon;
+	struct in_addr a;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	colon = strrchr(buf, ':');
+	if (colon == NULL)
+		return -1;
+	*colon = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1 || atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535)
+		return -1;
+	*ip = ntohl(a.s_addr);
+	*port = (uint16_t)atoi(colon + 1);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "pair", no_argument, NULL, 'P' }, { "listen", required_argument, NULL, 'l' },
+		{ "connect", required_argument, NULL, 'c' }, { "send", required_argument, NULL, 's' },
+		{ "recv", no_argument, NULL, 'r' }, { "rr", required_argument, NULL, 'R' },
+		{ "echo", no_argument, NULL, 'e' }, { "size", required_argument, NULL, 'z' },
+		{ "conns", required_argument, NULL, 'n' },
+		{ "exit-after", required_argument, NULL, 'x' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "link-wait", required_argument, NULL, 'w' },
+		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
+		{ "no-hash", no_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'P': o->pair = true; break;
+		case 'l': o->listen_port = (uint16_t)atoi(optarg); break;
+		case 'c':
+			if (parse_endpoint(optarg, &o->connect_ip, &o->connect_port) != 0) {
+				fprintf(stderr, "--connect: expected IP:PORT, got %s\n", optarg);
+				return -1;
+			}
+			break;
+		case 's': p->bytes = strtoull(optarg, NULL, 0); p->client_role = ROLE_SOURCE;
+			p->server_role = ROLE_SOURCE; break;
+		case 'r': p->client_role = ROLE_SINK; p->server_role = ROLE_SINK; break;
+		case 'R': p->rr_count = (unsigned)atoi(optarg); p->client_role = ROLE_RR;
+			p->server_role = ROLE_ECHO; break;
+		case 'e': p->server_role = ROLE_ECHO; break;
+		case 'z': p->size = (unsigned)atoi(optarg); break;
+		case 'n': p->conns = (unsigned)atoi(optarg); break;
+		case 'x': p->exit_after = (unsigned)atoi(optarg); break;
+		case 'd': o->duration = atof(optarg); break;
+		case 'w': o->link_wait_ms = (unsigned)atoi(optarg); break;
+		case 'v': p->verbose = true; break;
+		case 'H': p->no_hash = true; break;
+		default: usage(); return -1;
+		}
+	}
+	if (!o->pair + !o->listen_port + !o->connect_ip != 2 || p->size == 0 || p->conns == 0) {
+		usage();
+		return -1;
+	}
+	return 0;
+}
+
+static int perf_init(struct perf *p, struct app_instance *ai, unsigned max_peers)
+{
+	p->ai = ai;
+	p->max_peers = max_peers;
+	p->peers = calloc(max_peers, sizeof(*p->peers));
+	p->rtt_ns = calloc((size_t)p->rr_count * p->conns + 1, sizeof(*p->rtt_ns));
+	return p->peers != NULL && p->rtt_ns != NULL ? 0 : -1;
+}
+
+static int open_clients(struct perf *p, uint32_t ip, uint16_t port)
+{
+	for (unsigned i = 0; i < p->conns; i++) {
+		struct peer *pe = new_peer(p, NULL, p->client_role);
+		int rc = uiw_tcp_connect(p->ai->tcp, ip, port, &peer_ops, pe, uiw_now_ns(), &pe->c);
+
+		if (rc != 0) {
+			fprintf(stderr, "connect: %s\n", strerror(-rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void pump_all(struct perf *p)
+{
+	for (unsigned i = 0; i < p->npeers; i++)
+		pump(&p->peers[i]);
+}
+
+/* Pair mode: each of A's streams must arrive at B with the same hash, and back for RR. */
+static bool pair_hashes_match(struct perf *client, struct perf *server)
+{
+	bool ok = client->npeers == server->npeers;
+
+	for (unsigned i = 0; ok && i < client->npeers; i++) {
+		struct sha256 a = client->peers[i].tx_hash, b = server->peers[i].rx_hash;
+		char ha[65], hb[65];
+
+		sha256_hex(&a, ha);
+		sha256_hex(&b, hb);
+		ok = strcmp(ha, hb) == 0 && client->peers[i].sent == server->peers[i].received;
+	}
+	return ok;
+}
+
+static enum role complement(enum role r)
+{
+	return r == ROLE_SOURCE ? ROLE_SINK : r == ROLE_SINK ? ROLE_SOURCE : ROLE_ECHO;
+}
+
+static int open_pair(struct uiw_config *cfg, struct app_instance *a, struct app_instance *b)
+{
+	struct uiw_config ca = *cfg, cb = *cfg;
+	uint16_t ida, idb;
+
+	ca.ip = 0x0a000001;
+	cb.ip = 0x0a000002;
+	ca.prefix_len = cb.prefix_len = 24;
+	if (uiw_port_ringpair_create("perf", &ida, &idb) != 0 ||
+	    app_instance_open(a, &ca, ida, 0) != 0 || app_instance_open(b, &cb, idb, 0) != 0)
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct app_instance a, b;
+	struct perf client = { .size = 64, .conns = 1, .client_role = ROLE_SINK, .server_role = ROLE_SINK };
+	struct perf server;
+	struct opts o = { .duration = 600, .link_wait_ms = 10000 };
+	struct uiw_config cfg;
+	uint64_t start, end, done_at = 0;
+	bool ok;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (app_load_config(&cfg, &argc, argv) != 0 || parse_args(argc, argv, &client, &o) != 0)
+		return 2;
+	if (o.pair)
+		client.server_role = complement(client.client_role);
+	server = client;
+	if (!o.pair && (cfg.port[0] == '\0' || cfg.ip == 0)) {
+		fprintf(stderr, "configuration: keys 'port' and 'ip' are needed\n");
+		return 2;
+	}
+	if (uiw_eal_init(&cfg, argv[0]) != 0)
+		return 1;
+	if (o.pair ? open_pair(&cfg, &a, &b) != 0 : app_instance_open(&a, &cfg, UINT16_MAX, o.link_wait_ms) != 0)
+		return 1;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (perf_init(&client, &a, client.conns) != 0 ||
+	    perf_init(&server, o.pair ? &b : &a, client.conns + client.exit_after + 1024) != 0)
+		return 1;
+	if ((o.pair || o.listen_port) &&
+	    uiw_tcp_listen(server.ai->tcp, o.pair ? 5001 : o.listen_port, 4096, &listen_ops, &server) != 0) {
+		fprintf(stderr, "listen failed\n");
+		return 1;
+	}
+	start = uiw_now_ns();
+	end = start + (uint64_t)(o.duration * 1e9);
+	if ((o.pair || o.connect_ip) &&
+	    open_clients(&client, o.pair ? 0x0a000002 : o.connect_ip, o.pair ? 5001 : o.connect_port) != 0)
+		return 1;
+	while (!stop_requested) {
+		uint64_t now = uiw_now_ns();
+
+		uiw_tcp_poll(a.tcp, now);
+		if (o.pair)
+			uiw_tcp_poll(b.tcp, now);
+		pump_all(&client);
+		pump_all(&server);
+		if (now > end)
+			break;
+		if (client.npeers > 0 && client.closed == client.npeers) {
+			if (done_at == 0)
+				done_at = now;
+			if (!o.pair || server.closed == server.npeers || now - done_at > UIW_NS_PER_S)
+				break;
+		}
+		if (o.listen_port && server.exit_after && server.closed >= server.exit_after)
+			break;
+	}
+	print_rr(&client);
+	ok = client.failed == 0 && server.failed == 0 && client.closed == client.npeers;
+	if (o.pair) {
+		bool match = pair_hashes_match(&client, &server);
+
+		printf("%s: %u connections, streams %s\n", match && ok ? "PASS" : "FAIL", client.npeers,
+		       match ? "identical at both ends" : "DIFFER");
+		ok = ok && match;
+		app_instance_print_counters(&a, "A (client)");
+		app_instance_print_counters(&b, "B (server)");
+		app_instance_close(&b);
+	} else {
+		app_instance_print_counters(&a, "uiwarp-tcpperf");
+	}
+	app_instance_close(&a);
+	rte_eal_cleanup();
+	return ok ? 0 : 1;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The TCP engine (RFC 9293 with RFC 7323, RFC 2018/6675, RFC 5681/6582, RFC 6298, RFC 5961,
+ * RFC 6528) for the layer above (MPA).
+ *
+ * One engine serves one stack instance (struct uiw_net). Everything runs in the thread that
+ * calls uiw_tcp_poll(); no call blocks, none allocates outside set-up (TCBs, mbufs and the
+ * connection table are sized by configuration).
+ *
+ * Ownership: uiw_tcp_send() consumes its mbuf in every case. The recv callback receives an
+ * mbuf (chain) holding only payload and consumes it: the callee must free it. After the
+ * closed callback the connection pointer is invalid.
+ *
+ * Errors are negative errno values.
+ */
+#ifndef UIW_TCP_H
+#define UIW_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "net.h"
+#include "uiw_config.h"
+#include "uiw_counters.h"
+
+#define UIW_TCP_COUNTERS(X)                                                                  \
+	X(rx_segs, "segments received")                                                      \
+	X(drop_short, "segment shorter than its header")                                     \
+	X(drop_doff, "data offset below 5 or past the segment")                              \
+	X(drop_cksum, "checksum wrong")                                                      \
+	X(drop_opt, "malformed option (zero or bad length)")                                 \
+	X(drop_no_conn, "no connection or listener (answered with RST unless RST)")          \
+	X(drop_flags, "flags not valid for the state (SYN+FIN, SYN+RST, no ACK)")            \
+	X(drop_bad_addr, "broadcast destination or bad source")                              \
+	X(drop_out_of_window, "sequence outside the receive window (answered with ACK)")    \
+	X(drop_paws, "timestamp older than TS.Recent (PAWS, RFC 7323 §5)")                   \
+	X(drop_ack_unsent, "acknowledges data never sent (answered with ACK)")               \
+	X(drop_backlog, "SYN dropped: listen backlog full")                                  \
+	X(drop_table_full, "SYN dropped: connection table full")                             \
+	X(drop_ooo_full, "out-of-order segment dropped: reassembly queue full")              \
+	X(drop_rst_invalid, "RST outside the window, ignored (RFC 5961 §3)")                 \
+	X(drop_syn_ack_bad, "SYN-ACK acknowledging the wrong sequence (answered with RST)")  \
+	X(challenge_ack, "challenge ACKs sent (RFC 5961)")                                   \
+	X(challenge_ack_limited, "challenge ACKs suppressed by the rate limit")              \
+	X(rst_rx, "connections reset by the peer")                                           \
+	X(rst_tx, "RSTs sent")                                                               \
+	X(ooo_segs, "out-of-order segments queued")                                          \
+	X(dup_segs, "segments entirely duplicate (answered with ACK)")                       \
+	X(dup_acks, "duplicate ACKs received")                                               \
+	X(retransmits, "segments retransmitted")                                             \
+	X(fast_retransmits, "loss recoveries entered on duplicate ACKs or SACK")             \
+	X(rto_expiries, "retransmission timeouts")                                           \
+	X(persist_probes, "zero-window probes sent")                                         \
+	X(tx_segs, "segments sent")                                                          \
+	X(tx_nombuf, "segments not sent: no mbuf (retried by the timers)")                   \
+	X(conn_active, "connections opened actively")                                        \
+	X(conn_passive, "connections accepted")                                              \
+	X(conn_refused, "active opens refused by RST")                                       \
+	X(conn_timeout, "connections given up after retransmissions")                        \
+	X(conn_closed, "connections closed")
+
+#define UIW_TCP_C_(name, help) UIW_TCP_C_##name,
+enum uiw_tcp_counter { UIW_TCP_COUNTERS(UIW_TCP_C_) UIW_TCP_C__COUNT };
+#undef UIW_TCP_C_
+
+extern const struct uiw_counter_desc uiw_tcp_counter_desc[UIW_TCP_C__COUNT];
+
+/** Per-connection counters. */
+struct uiw_tcp_conn_stats {
+	uint64_t bytes_in;
+	uint64_t bytes_out;
+	uint64_t segs_in;
+	uint64_t segs_out;
+	uint64_t retransmits;
+	uint64_t rto_expiries;
+	uint64_t fast_retransmits;
+	uint64_t ooo_segs;
+	uint64_t dup_acks;
+	uint64_t drops;
+};
+
+enum uiw_tcp_state {
+	UIW_TCP_CLOSED = 0,
+	UIW_TCP_LISTEN,
+	UIW_TCP_SYN_SENT,
+	UIW_TCP_SYN_RECEIVED,
+	UIW_TCP_ESTABLISHED,
+	UIW_TCP_FIN_WAIT_1,
+	UIW_TCP_FIN_WAIT_2,
+	UIW_TCP_CLOSE_WAIT,
+	UIW_TCP_CLOSING,
+	UIW_TCP_LAST_ACK,
+	UIW_TCP_TIME_WAIT,
+	UIW_TCP_NSTATES
+};
+
+struct uiw_tcp;
+struct uiw_tcp_conn;
+
+/** What the engine tells the layer above. Any slot may be NULL. */
+struct uiw_tcp_ops {
+	/** A passive open reached ESTABLISHED (@p ctx is the listener's). Set the user
+	 *  pointer with uiw_tcp_set_user(). Return 0 to keep it, nonzero to reset it. */
+	int (*accept)(void *ctx, struct uiw_tcp_conn *c);
+	/** An active open reached ESTABLISHED. */
+	void (*connected)(void *user, struct uiw_tcp_conn *c);
+	/** In-order payload (consumed: the callee frees @p m). */
+	void (*recv)(void *user, struct uiw_tcp_conn *c, struct rte_mbuf *m);
+	/** @p bytes of sent data were acknowledged: send space is free again. */
+	void (*sent)(void *user, struct uiw_tcp_conn *c, uint32_t bytes);
+	/** The peer sent FIN: no more data will come. */
+	void (*peer_closed)(void *user, struct uiw_tcp_conn *c);
+	/** The connection is gone: 0 after an orderly close, -ECONNRESET, -ECONNREFUSED,
+	 *  -ETIMEDOUT or -EHOSTUNREACH. The pointer is invalid afterwards. */
+	void (*closed)(void *user, struct uiw_tcp_conn *c, int err);
+};
+
+/** Creates the engine for @p net with the tcp_* keys of @p cfg. @return 0 or -ENOMEM. */
+int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_config *cfg);
+
+/** Frees every connection (no segments sent) and the engine. */
+void uiw_tcp_destroy(struct uiw_tcp *t);
+
+/**
+ * One poll pass: one RX burst through the stack, then pending output, timers and the TX
+ * flush. @return frames received.
+ */
+unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now);
+
+/** Timers and pending output without receiving (used by uiw_tcp_poll()). */
+void uiw_tcp_run(struct uiw_tcp *t, uint64_t now);
+
+/** Listens on @p port. @return 0, -EADDRINUSE or -ENOSPC. */
+int uiw_tcp_listen(struct uiw_tcp *t, uint16_t port, unsigned backlog,
+		   const struct uiw_tcp_ops *ops, void *ctx);
+
+/** Stops listening; connections not yet accepted are reset. */
+void uiw_tcp_unlisten(struct uiw_tcp *t, uint16_t port);
+
+/**
+ * Opens a connection to @p dst:@p port from an ephemeral port (SYN sent at once).
+ * @return 0 and *out, or -EHOSTUNREACH, -EADDRNOTAVAIL (no free port), -ENOMEM.
+ */
+int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
+		    const struct uiw_tcp_ops *ops, void *user, uint64_t now,
+		    struct uiw_tcp_conn **out);
+
+/** Flag for uiw_tcp_send(): this data starts a record, so no segment carries bytes from
+ *  before it together with bytes of it (MPA sends one FPDU per segment). */
+#define UIW_TCP_SEND_RECORD 0x1
+
+/**
+ * Queues @p m (consumed) for sending. Data goes out from the next poll pass.
+ * @return 0, -ENOBUFS when the send buffer lacks room (uiw_tcp_send_space()),
+ *         -ENOTCONN when the connection cannot send.
+ */
+int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags);
+
+/** Bytes uiw_tcp_send() accepts now. */
+uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c);
+
+/** The largest payload one segment carries (the effective send MSS). */
+uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c);
+
+/** Sends FIN after the queued data; the closed callback follows. */
+void uiw_tcp_close(struct uiw_tcp_conn *c);
+
+/** Resets the connection and frees it at once: no callback follows. */
+void uiw_tcp_abort(struct uiw_tcp_conn *c);
+
+void uiw_tcp_set_user(struct uiw_tcp_conn *c, const struct uiw_tcp_ops *ops, void *user);
+enum uiw_tcp_state uiw_tcp_state(const struct uiw_tcp_conn *c);
+const char *uiw_tcp_state_name(enum uiw_tcp_state s);
+const struct uiw_tcp_conn_stats *uiw_tcp_conn_stats(const struct uiw_tcp_conn *c);
+void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t *lport,
+			uint32_t *raddr, uint16_t *rport);
+
+/** Engine-wide counters (enum uiw_tcp_counter). */
+const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);
+
+/** Connections in use (any state but free). */
+unsigned uiw_tcp_conn_count(const struct uiw_tcp *t);
+
+#endif

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Congestion control and loss recovery: NewReno (RFC 5681, RFC 6582) with byte counting
+ * (RFC 3465), SACK-based recovery (RFC 6675, simplified: the pipe is the flight less what
+ * is SACKed), initial window of ten segments (RFC 6928).
+ */
+#include "tcp_internal.h"
+
+#define DUPACK_THRESHOLD 3 /* RFC 5681 §3.2 */
+
+uint32_t tcp_flight(const struct uiw_tcp_conn *c)
+{
+	return c->snd_max - c->snd_una;
+}
+
+void tcp_cc_init(struct uiw_tcp_conn *c)
+{
+	c->cwnd = 10u * c->mss;
+	c->ssthresh = 0x7fffffff;
+}
+
+static void enter_recovery(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	/* RFC 5681 §3.2 (2): ssthresh = max(FlightSize / 2, 2 * SMSS). */
+	c->ssthresh = u32_max(tcp_flight(c) / 2, 2u * c->mss);
+	c->recover = c->snd_max;
+	c->flags |= TF_IN_RECOVERY;
+	c->st.fast_retransmits++;
+	tcp_count(t, UIW_TCP_C_fast_retransmits);
+	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+	if (c->flags & TF_SACK_OK) {
+		/* RFC 6675 §5 (4): cwnd = ssthresh; the output retransmits the first hole. */
+		c->cwnd = c->ssthresh;
+		c->high_rxt = c->snd_una;
+		return;
+	}
+	/* RFC 6582 §3.2 (2), (3): retransmit snd_una; cwnd = ssthresh + 3 * SMSS. */
+	c->cwnd = c->ssthresh + DUPACK_THRESHOLD * c->mss;
+	if (tcp_send_segment(c, c->snd_una, c->mss, UIW_TCP_ACK) > 0) {
+		c->st.retransmits++;
+		tcp_count(t, UIW_TCP_C_retransmits);
+	}
+}
+
+/* A duplicate ACK. @return true when it started a recovery. */
+bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	(void)s;
+	c->dupacks++;
+	if (c->flags & TF_IN_RECOVERY) {
+		if (!(c->flags & TF_SACK_OK))
+			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate */
+		return false;
+	}
+	/* RFC 6675 §5: three duplicates, or more than three segments' worth SACKed. */
+	if (c->dupacks >= DUPACK_THRESHOLD ||
+	    ((c->flags & TF_SACK_OK) && c->sacked_bytes > DUPACK_THRESHOLD * (uint32_t)c->mss)) {
+		/* RFC 6582 §3.2 (1): no new recovery for losses of the previous window. */
+		if (!(c->flags & TF_SACK_OK) && seq_le(c->snd_una, c->recover) && c->recover != 0 &&
+		    seq_gt(c->recover, c->iss))
+			return false;
+		enter_recovery(c);
+		return true;
+	}
+	return false;
+}
+
+static void grow(struct uiw_tcp_conn *c, uint32_t acked)
+{
+	if (c->cwnd < c->ssthresh) {
+		/* RFC 5681 §3.1 slow start, RFC 3465 with L = 2 SMSS. */
+		c->cwnd += u32_min(acked, 2u * c->mss);
+		return;
+	}
+	c->bytes_acked += acked;
+	if (c->bytes_acked >= c->cwnd) {
+		c->bytes_acked -= c->cwnd;
+		c->cwnd += c->mss;
+	}
+}
+
+void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
+{
+	c->dupacks = 0;
+	if (!(c->flags & TF_IN_RECOVERY)) {
+		grow(c, acked);
+		return;
+	}
+	if (seq_ge(s->ack, c->recover)) {
+		/* RFC 6582 §3.2 (5) full acknowledgment; RFC 6675 §5 end of recovery. */
+		c->flags &= (uint16_t)~TF_IN_RECOVERY;
+		c->cwnd = u32_min(c->ssthresh, u32_max(tcp_flight(c), (uint32_t)c->mss) + c->mss);
+		c->bytes_acked = 0;
+		return;
+	}
+	if (c->flags & TF_SACK_OK)
+		return; /* the output sends the next hole by the pipe */
+	/* RFC 6582 §3.2 (5) partial acknowledgment: the next hole now, deflate the window. */
+	if (tcp_send_segment(c, c->snd_una, c->mss, UIW_TCP_ACK) > 0) {
+		c->st.retransmits++;
+		tcp_count(c->tcp, UIW_TCP_C_retransmits);
+	}
+	c->cwnd = c->cwnd > acked ? c->cwnd - acked : c->mss;
+	if (acked >= c->mss)
+		c->cwnd += c->mss;
+	c->t_rexmt = c->tcp->now + (uint64_t)c->rto_us * 1000ull;
+}
+
+void tcp_cc_rto(struct uiw_tcp_conn *c)
+{
+	/* RFC 5681 §3.1 (4): ssthresh from the flight, cwnd one segment. */
+	c->ssthresh = u32_max(tcp_flight(c) / 2, 2u * c->mss);
+	c->cwnd = c->mss;
+	c->bytes_acked = 0;
+	c->dupacks = 0;
+	c->recover = c->snd_max;
+	c->flags &= (uint16_t)~TF_IN_RECOVERY;
+	/* RFC 2018 §8: the receiver may renege, so after a timeout SACK information is
+	 * not trusted. */
+	c->nscore = 0;
+	c->sacked_bytes = 0;
+	c->high_rxt = c->snd_una;
+}
+
+static void score_recount(struct uiw_tcp_conn *c)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < c->nscore; i++)
+		n += c->score[i][1] - c->score[i][0];
+	c->sacked_bytes = n;
+}
+
+/* Drops ranges now below snd_una and merges one new block [s, e). */
+static void score_add(struct uiw_tcp_conn *c, uint32_t s, uint32_t e)
+{
+	uint32_t tmp[TCP_SCORE_MAX + 1][2];
+	unsigned n = 0, i;
+	bool placed = false;
+
+	for (i = 0; i < c->nscore; i++) {
+		uint32_t a = c->score[i][0], b = c->score[i][1];
+
+		if (!placed && seq_lt(s, a)) {
+			tmp[n][0] = s;
+			tmp[n++][1] = e;
+			placed = true;
+		}
+		tmp[n][0] = a;
+		tmp[n++][1] = b;
+	}
+	if (!placed) {
+		tmp[n][0] = s;
+		tmp[n++][1] = e;
+	}
+	/* Merge overlapping or touching ranges; keep the lowest TCP_SCORE_MAX. */
+	c->nscore = 0;
+	for (i = 0; i < n; i++) {
+		if (c->nscore > 0 && seq_le(tmp[i][0], c->score[c->nscore - 1][1])) {
+			c->score[c->nscore - 1][1] = seq_max(c->score[c->nscore - 1][1], tmp[i][1]);
+			continue;
+		}
+		if (c->nscore == TCP_SCORE_MAX)
+			break;
+		c->score[c->nscore][0] = tmp[i][0];
+		c->score[c->nscore++][1] = tmp[i][1];
+	}
+}
+
+void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < c->nscore; i++) {
+		if (seq_le(c->score[i][1], c->snd_una))
+			continue;
+		c->score[k][0] = seq_max(c->score[i][0], c->snd_una);
+		c->score[k++][1] = c->score[i][1];
+	}
+	c->nscore = (uint8_t)k;
+	for (unsigned i = 0; i < o->nsack; i++) {
+		uint32_t s = o->sack[i][0], e = o->sack[i][1];
+
+		/* RFC 2018 §3: only blocks above the cumulative ACK and within what was sent
+		 * (D-SACKs and forged blocks are ignored). */
+		if (!seq_lt(s, e) || !seq_gt(s, c->snd_una) || seq_gt(e, c->snd_max))
+			continue;
+		score_add(c, s, e);
+	}
+	score_recount(c);
+}
+
+bool tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end)
+{
+	for (unsigned i = 0; i < c->nscore; i++) {
+		if (seq_in(seq, c->score[i][0], c->score[i][1])) {
+			*end = c->score[i][1];
+			return true;
+		}
+	}
+	return false;
+}

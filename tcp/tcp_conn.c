@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The engine, the connection table, and the calls the layer above makes. */
+#include <stdlib.h>
+
+#include <rte_mbuf_dyn.h>
+
+#include "tcp_internal.h"
+#include "uiw_log.h"
+#include "uiw_siphash.h"
+
+#define UIW_TCP_DESC_(name, help) { #name, help },
+const struct uiw_counter_desc uiw_tcp_counter_desc[UIW_TCP_C__COUNT] = {
+	UIW_TCP_COUNTERS(UIW_TCP_DESC_)
+};
+#undef UIW_TCP_DESC_
+
+static const char *const state_names[UIW_TCP_NSTATES] = {
+	"CLOSED", "LISTEN", "SYN-SENT", "SYN-RECEIVED", "ESTABLISHED", "FIN-WAIT-1",
+	"FIN-WAIT-2", "CLOSE-WAIT", "CLOSING", "LAST-ACK", "TIME-WAIT",
+};
+
+const char *uiw_tcp_state_name(enum uiw_tcp_state s)
+{
+	return s < UIW_TCP_NSTATES ? state_names[s] : "?";
+}
+
+static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
+{
+	t->rcv_buf = cfg->tcp_rcv_buf;
+	t->snd_buf = cfg->tcp_snd_buf;
+	t->delack_ns = (uint64_t)cfg->tcp_delack_us * 1000ull;
+	t->time_wait_ns = (uint64_t)cfg->tcp_time_wait_ms * UIW_NS_PER_MS;
+	t->min_rto_us = cfg->tcp_min_rto_ms * 1000u;
+	t->init_rto_us = cfg->tcp_init_rto_ms * 1000u;
+	t->max_rto_us = cfg->tcp_max_rto_ms * 1000u;
+	t->syn_retries = cfg->tcp_syn_retries;
+	t->retries = cfg->tcp_retries;
+	t->ooo_max = cfg->tcp_ooo_max;
+	t->offer_sack = cfg->tcp_sack != 0;
+	t->offer_ts = cfg->tcp_timestamps != 0;
+	t->offer_ws = cfg->tcp_window_scaling != 0;
+	/* RFC 7323 §2.2: the smallest shift that lets the window cover the buffer. */
+	t->rcv_wscale = 0;
+	while (t->offer_ws && t->rcv_wscale < UIW_TCP_MAX_WS && (t->rcv_buf >> t->rcv_wscale) > 0xffff)
+		t->rcv_wscale++;
+	if (!t->offer_ws && t->rcv_buf > 0xffff)
+		t->rcv_buf = 0xffff;
+}
+
+int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_config *cfg)
+{
+	struct uiw_tcp *t = calloc(1, sizeof(*t));
+	unsigned buckets = 1;
+	static const struct rte_mbuf_dynflag record_flag = { .name = "uiw_tcp_record" };
+	int bit;
+
+	if (t == NULL)
+		return -ENOMEM;
+	apply_config(t, cfg);
+	t->net = net;
+	t->port = net->port;
+	t->max_conns = cfg->tcp_max_conns;
+	while (buckets < 2 * t->max_conns)
+		buckets <<= 1;
+	t->hash_mask = buckets - 1;
+	t->hash = calloc(buckets, sizeof(*t->hash));
+	t->conns = calloc(t->max_conns, sizeof(*t->conns));
+	t->ooo_store = calloc((size_t)t->max_conns * (t->ooo_max ? t->ooo_max : 1),
+			      sizeof(*t->ooo_store));
+	if (t->hash == NULL || t->conns == NULL || t->ooo_store == NULL) {
+		uiw_tcp_destroy(t);
+		return -ENOMEM;
+	}
+	for (unsigned i = t->max_conns; i-- > 0;) {
+		t->conns[i].hnext = t->free_list;
+		t->free_list = &t->conns[i];
+	}
+	if (uiw_random_key(t->isn_key) != 0)
+		t->isn_key[0] = uiw_now_ns() ^ (uintptr_t)t;
+	t->next_port = (uint16_t)(TCP_EPHEMERAL_LO + t->isn_key[1] % (TCP_EPHEMERAL_HI - TCP_EPHEMERAL_LO));
+	t->epoch = uiw_now_ns();
+	bit = rte_mbuf_dynflag_register(&record_flag);
+	t->record_flag = bit >= 0 ? 1ull << bit : 0;
+	net->tcp_input = tcp_input;
+	net->tcp_ctx = t;
+	*out = t;
+	return 0;
+}
+
+void uiw_tcp_destroy(struct uiw_tcp *t)
+{
+	if (t == NULL)
+		return;
+	if (t->conns != NULL)
+		for (unsigned i = 0; i < t->max_conns; i++)
+			if (t->conns[i].state != UIW_TCP_CLOSED) {
+				t->conns[i].flags |= TF_DETACHED;
+				tcp_conn_free(&t->conns[i]);
+			}
+	if (t->net != NULL && t->net->tcp_ctx == t) {
+		t->net->tcp_input = NULL;
+		t->net->tcp_ctx = NULL;
+	}
+	free(t->hash);
+	free(t->conns);
+	free(t->ooo_store);
+	free(t);
+}
+
+static uint32_t tuple_hash(const struct uiw_tcp *t, uint32_t raddr, uint16_t lport, uint16_t rport)
+{
+	uint64_t x = ((uint64_t)raddr << 32) | ((uint32_t)lport << 16) | rport;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (uint32_t)x & t->hash_mask;
+}
+
+struct uiw_tcp_conn *tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+				uint32_t raddr, uint16_t rport)
+{
+	struct uiw_tcp_conn *c = t->hash[tuple_hash(t, raddr, lport, rport)];
+
+	for (; c != NULL; c = c->hnext)
+		if (c->raddr == raddr && c->lport == lport && c->rport == rport && c->laddr == laddr)
+			return c;
+	return NULL;
+}
+
+struct uiw_tcp_conn *tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+				  uint32_t raddr, uint16_t rport)
+{
+	struct uiw_tcp_conn *c = t->free_list;
+	uint32_t h;
+
+	if (c == NULL)
+		return NULL;
+	t->free_list = c->hnext;
+	memset(c, 0, sizeof(*c));
+	c->tcp = t;
+	c->ooo = &t->ooo_store[(size_t)(c - t->conns) * (t->ooo_max ? t->ooo_max : 1)];
+	c->laddr = laddr;
+	c->lport = lport;
+	c->raddr = raddr;
+	c->rport = rport;
+	c->state = UIW_TCP_SYN_SENT; /* any state but CLOSED marks the TCB in use */
+	h = tuple_hash(t, raddr, lport, rport);
+	c->hnext = t->hash[h];
+	t->hash[h] = c;
+	t->nconns++;
+	return c;
+}
+
+static void pending_remove(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp_conn **pp = &c->tcp->pending;
+
+	for (; *pp != NULL; pp = &(*pp)->pnext) {
+		if (*pp == c) {
+			*pp = c->pnext;
+			break;
+		}
+	}
+	c->flags &= (uint16_t)~TF_PENDING;
+}
+
+/* Releases the TCB and everything it holds. No callback, nothing sent. */
+void tcp_conn_free(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	struct uiw_tcp_conn **pp = &t->hash[tuple_hash(t, c->raddr, c->lport, c->rport)];
+
+	for (; *pp != NULL; pp = &(*pp)->hnext) {
+		if (*pp == c) {
+			*pp = c->hnext;
+			break;
+		}
+	}
+	if (c->flags & TF_PENDING)
+		pending_remove(c);
+	tcp_timer_remove(c);
+	tcp_sndq_clear(&c->sq);
+	tcp_reass_clear(c);
+	if ((c->flags & TF_PASSIVE) && c->listener != NULL && c->listener->pending > 0)
+		c->listener->pending--;
+	c->state = UIW_TCP_CLOSED;
+	c->hnext = t->free_list;
+	t->free_list = c;
+	t->nconns--;
+}
+
+/* The connection ends: the layer above hears why, then the TCB is freed. */
+void tcp_conn_drop(struct uiw_tcp_conn *c, int err)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (t->busy == c) {
+		/* NB: the caller is still using c; it is freed when that work ends. */
+		if (!(c->flags & TF_DOOMED))
+			c->doom_err = err;
+		c->flags |= TF_DOOMED;
+		return;
+	}
+	tcp_count(t, UIW_TCP_C_conn_closed);
+	if (!(c->flags & (TF_DETACHED | TF_PASSIVE)) && c->ops != NULL && c->ops->closed != NULL)
+		c->ops->closed(c->user, c, err);
+	tcp_conn_free(c);
+}
+
+void tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s)
+{
+	UIW_DEBUG("tcp %u->%u: %s -> %s", c->lport, c->rport, state_names[c->state], state_names[s]);
+	c->state = (uint8_t)s;
+}
+
+/* RFC 6528 §3: ISN = M + F(localip, localport, remoteip, remoteport, secretkey), M a
+ * 4-microsecond clock, F a keyed PRF (SipHash-2-4). */
+uint32_t tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		 uint16_t rport, uint64_t now)
+{
+	uint32_t tuple[3] = { laddr, raddr, ((uint32_t)lport << 16) | rport };
+
+	return (uint32_t)(now / 4000) + (uint32_t)uiw_siphash(t->isn_key, tuple, sizeof(tuple));
+}
+
+/* The timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms to 1 s per tick). */
+uint32_t tcp_ts_now(const struct uiw_tcp *t)
+{
+	return (uint32_t)((t->now - t->epoch) / UIW_NS_PER_MS) + (uint32_t)t->isn_key[0];
+}
+
+struct uiw_tcp_listener *tcp_listener(struct uiw_tcp *t, uint16_t port)
+{
+	for (unsigned i = 0; i < TCP_MAX_LISTENERS; i++)
+		if (t->listeners[i].port == port)
+			return &t->listeners[i];
+	return NULL;
+}
+
+/* Parameters every new TCB starts from (RFC 6298 §2.1: RTO 1 s before any sample). */
+void tcp_init_conn_params(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	c->rto_us = t->init_rto_us;
+	c->rcv_wscale = t->offer_ws ? t->rcv_wscale : 0;
+	c->peer_mss = TCP_DEFAULT_MSS;
+	c->mss = TCP_DEFAULT_MSS;
+}
+
+int uiw_tcp_listen(struct uiw_tcp *t, uint16_t port, unsigned backlog,
+		   const struct uiw_tcp_ops *ops, void *ctx)
+{
+	struct uiw_tcp_listener *l;
+
+	if (port == 0)
+		return -EINVAL;
+	if (tcp_listener(t, port) != NULL)
+		return -EADDRINUSE;
+	l = tcp_listener(t, 0);
+	if (l == NULL)
+		return -ENOSPC;
+	l->port = port;
+	l->backlog = backlog ? backlog : 1;
+	l->pending = 0;
+	l->ops = ops;
+	l->ctx = ctx;
+	return 0;
+}
+
+void uiw_tcp_unlisten(struct uiw_tcp *t, uint16_t port)
+{
+	struct uiw_tcp_listener *l = tcp_listener(t, port);
+
+	if (l == NULL)
+		return;
+	for (unsigned i = 0; i < t->max_conns; i++) {
+		struct uiw_tcp_conn *c = &t->conns[i];
+
+		if (c->state != UIW_TCP_CLOSED && c->listener == l && (c->flags & TF_PASSIVE)) {
+			tcp_send_rst(c);
+			tcp_conn_free(c);
+		}
+	}
+	memset(l, 0, sizeof(*l));
+}
+
+static uint16_t pick_port(struct uiw_tcp *t, uint32_t raddr, uint16_t rport)
+{
+	unsigned range = TCP_EPHEMERAL_HI - TCP_EPHEMERAL_LO + 1;
+
+	for (unsigned n = 0; n < range; n++) {
+		uint16_t p = t->next_port;
+
+		t->next_port = p == TCP_EPHEMERAL_HI ? TCP_EPHEMERAL_LO : (uint16_t)(p + 1);
+		if (tcp_listener(t, p) == NULL && tcp_lookup(t, t->net->ip, p, raddr, rport) == NULL)
+			return p;
+	}
+	return 0;
+}
+
+int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
+		    const struct uiw_tcp_ops *ops, void *user, uint64_t now,
+		    struct uiw_tcp_conn **out)
+{
+	struct uiw_tcp_conn *c;
+	uint16_t lport;
+	int rc;
+
+	t->now = now;
+	lport = pick_port(t, dst, port);
+	if (lport == 0)
+		return -EADDRNOTAVAIL;
+	c = tcp_conn_new(t, t->net->ip, lport, dst, port);
+	if (c == NULL)
+		return -ENOMEM;
+	tcp_init_conn_params(c);
+	c->ops = ops;
+	c->user = user;
+	c->iss = tcp_isn(t, c->laddr, lport, dst, port, now);
+	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
+	tcp_set_state(c, UIW_TCP_SYN_SENT);
+	rc = tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN);
+	if (rc == -EHOSTUNREACH) {
+		tcp_conn_free(c);
+		return rc;
+	}
+	c->snd_nxt = c->snd_max = c->iss + 1;
+	c->t_rexmt = now + (uint64_t)c->rto_us * 1000ull;
+	tcp_timer_arm(c);
+	tcp_count(t, UIW_TCP_C_conn_active);
+	*out = c;
+	return 0;
+}
+
+uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c)
+{
+	uint32_t limit = c->tcp->snd_buf;
+
+	return c->sq.bytes >= limit ? 0 : limit - c->sq.bytes;
+}
+
+uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c)
+{
+	return c->mss;
+}
+
+int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
+{
+	struct tcp_sndq *q = &c->sq;
+	struct rte_mbuf *last;
+
+	if ((c->state != UIW_TCP_ESTABLISHED && c->state != UIW_TCP_CLOSE_WAIT &&
+	     c->state != UIW_TCP_SYN_SENT && c->state != UIW_TCP_SYN_RECEIVED) ||
+	    (c->flags & TF_FIN_QUEUED)) {
+		rte_pktmbuf_free(m);
+		return -ENOTCONN;
+	}
+	if (m->pkt_len > uiw_tcp_send_space(c)) {
+		rte_pktmbuf_free(m);
+		return -ENOBUFS;
+	}
+	if (m->pkt_len == 0) {
+		rte_pktmbuf_free(m);
+		return 0;
+	}
+	/* The queue is a list of single segments; a record start is marked on its first. */
+	for (last = m; last->next != NULL; last = last->next)
+		last->nb_segs = 1;
+	last->nb_segs = 1;
+	m->ol_flags &= ~c->tcp->record_flag;
+	if ((flags & UIW_TCP_SEND_RECORD) && q->bytes > 0)
+		m->ol_flags |= c->tcp->record_flag;
+	q->bytes += m->pkt_len;
+	if (q->tail == NULL)
+		q->head = m;
+	else
+		q->tail->next = m;
+	q->tail = last;
+	tcp_mark_pending(c);
+	return 0;
+}
+
+void uiw_tcp_close(struct uiw_tcp_conn *c)
+{
+	switch (c->state) {
+	case UIW_TCP_SYN_SENT:
+		c->flags |= TF_DETACHED;
+		tcp_conn_drop(c, 0);
+		return;
+	case UIW_TCP_SYN_RECEIVED:
+	case UIW_TCP_ESTABLISHED:
+		tcp_set_state(c, UIW_TCP_FIN_WAIT_1);
+		break;
+	case UIW_TCP_CLOSE_WAIT:
+		tcp_set_state(c, UIW_TCP_LAST_ACK);
+		break;
+	default:
+		return;
+	}
+	c->flags |= TF_FIN_QUEUED;
+	tcp_mark_pending(c);
+}
+
+void uiw_tcp_abort(struct uiw_tcp_conn *c)
+{
+	if (c->state != UIW_TCP_SYN_SENT && c->state != UIW_TCP_TIME_WAIT)
+		tcp_send_rst(c);
+	c->flags |= TF_DETACHED;
+	tcp_conn_drop(c, -ECONNABORTED);
+}
+
+void uiw_tcp_set_user(struct uiw_tcp_conn *c, const struct uiw_tcp_ops *ops, void *user)
+{
+	c->ops = ops;
+	c->user = user;
+}
+
+enum uiw_tcp_state uiw_tcp_state(const struct uiw_tcp_conn *c)
+{
+	return (enum uiw_tcp_state)c->state;
+}
+
+const struct uiw_tcp_conn_stats *uiw_tcp_conn_stats(const struct uiw_tcp_conn *c)
+{
+	return &c->st;
+}
+
+void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t *lport,
+			uint32_t *raddr, uint16_t *rport)
+{
+	*laddr = c->laddr;
+	*lport = c->lport;
+	*raddr = c->raddr;
+	*rport = c->rport;
+}
+
+const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t)
+{
+	return t->counters;
+}
+
+unsigned uiw_tcp_conn_count(const struct uiw_tcp *t)
+{
+	return t->nconns;
+}

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Input (RFC 9293 §3.10.7 "SEGMENT ARRIVES"), in stages: parse and validate, look up,
+ * then per state: LISTEN/CLOSED, SYN-SENT, and the synchronized states as
+ * sequence check -> RST -> SYN -> ACK -> data -> FIN.
+ */
+#include "tcp_internal.h"
+
+typedef void (*seg_fn)(struct uiw_tcp_conn *c, struct tcp_seg *s);
+
+static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s);
+static void in_synchronized(struct uiw_tcp_conn *c, struct tcp_seg *s);
+
+/* What a segment does in each state (no TCB exists in CLOSED or LISTEN: see no_conn()). */
+static const seg_fn seg_arrives[UIW_TCP_NSTATES] = {
+	[UIW_TCP_SYN_SENT] = in_syn_sent,
+	[UIW_TCP_SYN_RECEIVED] = in_synchronized,
+	[UIW_TCP_ESTABLISHED] = in_synchronized,
+	[UIW_TCP_FIN_WAIT_1] = in_synchronized,
+	[UIW_TCP_FIN_WAIT_2] = in_synchronized,
+	[UIW_TCP_CLOSE_WAIT] = in_synchronized,
+	[UIW_TCP_CLOSING] = in_synchronized,
+	[UIW_TCP_LAST_ACK] = in_synchronized,
+	[UIW_TCP_TIME_WAIT] = in_synchronized,
+};
+
+/* Stage 1: a segment we can read safely. @return UIW_NET_ACCEPT or a drop counter. */
+static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
+{
+	const struct uiw_ipv4_hdr *ih =
+		rte_pktmbuf_mtod_offset(m, const struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);
+	uint32_t off = UIW_ETH_HDR_LEN + ihl;
+	uint32_t total = m->pkt_len - off;
+	const struct uiw_tcp_hdr *th;
+	unsigned doff;
+	uint64_t ck = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	if (total < UIW_TCP_HDR_LEN || !uiw_net_contig(m, off, UIW_TCP_HDR_LEN))
+		return UIW_TCP_C_drop_short;
+	th = rte_pktmbuf_mtod_offset(m, const struct uiw_tcp_hdr *, off);
+	doff = uiw_tcp_hdr_len(th);
+	if (doff < UIW_TCP_HDR_LEN || doff > total || !uiw_net_contig(m, off, doff))
+		return UIW_TCP_C_drop_doff;
+	s->saddr = uiw_ipv4_src(ih);
+	s->daddr = uiw_ipv4_dst(ih);
+	/* RFC 9293 §3.1: the checksum covers the pseudo-header. A PMD that verified it (GOOD),
+	 * or that vouches for data whose field it did not fill (NONE), spares the sum. */
+	if (ck == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return UIW_TCP_C_drop_cksum;
+	if (ck != RTE_MBUF_F_RX_L4_CKSUM_GOOD && ck != RTE_MBUF_F_RX_L4_CKSUM_NONE) {
+		uint32_t sum = uiw_tcp_phdr_sum(s->saddr, s->daddr, (uint16_t)total) +
+			       uiw_inet_sum_mbuf(m, off, total);
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		if (sum != 0xffff)
+			return UIW_TCP_C_drop_cksum;
+	}
+	s->m = m;
+	s->sport = uiw_tcp_sport(th);
+	s->dport = uiw_tcp_dport(th);
+	s->seq = uiw_tcp_seq(th);
+	s->ack = uiw_tcp_ack(th);
+	s->wnd = uiw_tcp_win(th);
+	s->flags = th->flags;
+	s->off = off + doff;
+	s->len = total - doff;
+	if ((s->flags & UIW_TCP_SYN) && (s->flags & (UIW_TCP_FIN | UIW_TCP_RST)))
+		return UIW_TCP_C_drop_flags;
+	if (s->sport == 0 || s->dport == 0)
+		return UIW_TCP_C_drop_bad_addr;
+	if (tcp_opts_parse((const uint8_t *)(th + 1), doff - UIW_TCP_HDR_LEN,
+			   (s->flags & UIW_TCP_SYN) != 0, &s->opt) != 0)
+		return UIW_TCP_C_drop_opt;
+	return UIW_NET_ACCEPT;
+}
+
+/* MSS, window scale, SACK and timestamps as both SYNs agreed (RFC 7323 §2.2, §3.2;
+ * RFC 2018 §2; RFC 9293 §3.7.1). */
+static void negotiate(struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint16_t ours = (uint16_t)(t->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN);
+
+	c->peer_mss = s->opt.has_mss ? s->opt.mss : TCP_DEFAULT_MSS;
+	if (c->peer_mss < 64)
+		c->peer_mss = 64;
+	if (s->opt.sack_ok && t->offer_sack)
+		c->flags |= TF_SACK_OK;
+	if (s->opt.has_ts && t->offer_ts) {
+		c->flags |= TF_TS_OK;
+		c->ts_recent = s->opt.tsval;
+	}
+	if (s->opt.has_ws && t->offer_ws) {
+		c->flags |= TF_WS_OK;
+		c->snd_wscale = s->opt.ws;
+	} else {
+		c->snd_wscale = 0;
+		c->rcv_wscale = 0;
+	}
+	c->mss = (uint16_t)(u32_min(c->peer_mss, ours) - ((c->flags & TF_TS_OK) ? 12 : 0));
+	tcp_cc_init(c);
+}
+
+/* LISTEN (RFC 9293 §3.10.7.2): a SYN creates a TCB in SYN-RECEIVED. */
+static void passive_open(struct uiw_tcp *t, struct uiw_tcp_listener *l, struct tcp_seg *s)
+{
+	struct uiw_tcp_conn *c;
+
+	if (l->pending >= l->backlog) {
+		tcp_count(t, UIW_TCP_C_drop_backlog);
+		return;
+	}
+	c = tcp_conn_new(t, s->daddr, s->dport, s->saddr, s->sport);
+	if (c == NULL) {
+		tcp_count(t, UIW_TCP_C_drop_table_full);
+		return;
+	}
+	tcp_init_conn_params(c);
+	c->flags |= TF_PASSIVE;
+	c->listener = l;
+	l->pending++;
+	c->irs = s->seq;
+	c->rcv_nxt = s->seq + 1;
+	negotiate(c, s);
+	c->iss = tcp_isn(t, c->laddr, c->lport, c->raddr, c->rport, t->now);
+	c->snd_una = c->snd_nxt = c->iss;
+	c->snd_wnd = s->wnd; /* RFC 7323 §2.2: the window of a SYN is never scaled */
+	c->snd_wl1 = s->seq;
+	c->snd_wl2 = c->iss;
+	tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
+	tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+	c->snd_nxt = c->snd_max = c->iss + 1;
+	c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
+	tcp_timer_arm(c);
+}
+
+static void no_conn(struct uiw_tcp *t, struct tcp_seg *s)
+{
+	struct uiw_tcp_listener *l = tcp_listener(t, s->dport);
+
+	if (l != NULL && (s->flags & (UIW_TCP_SYN | UIW_TCP_ACK | UIW_TCP_RST)) == UIW_TCP_SYN) {
+		passive_open(t, l, s);
+		return;
+	}
+	tcp_count(t, UIW_TCP_C_drop_no_conn);
+	/* RFC 9293 §3.10.7.1: an incoming RST is discarded; anything else gets one. */
+	if (!(s->flags & UIW_TCP_RST))
+		tcp_send_rst_for(t, s);
+}
+
+/* Payload of the frame as its own mbuf, from sequence @p from (consumes s->m). */
+static struct rte_mbuf *payload_from(struct tcp_seg *s, uint32_t from)
+{
+	struct rte_mbuf *m = s->m;
+	uint32_t skip = s->off + (from - s->seq);
+
+	s->m = NULL;
+	while (m != NULL && skip >= m->data_len && m->next != NULL) {
+		struct rte_mbuf *next = m->next;
+
+		next->nb_segs = (uint16_t)(m->nb_segs - 1);
+		next->pkt_len = m->pkt_len - m->data_len;
+		skip -= m->data_len;
+		m->next = NULL;
+		rte_pktmbuf_free_seg(m);
+		m = next;
+	}
+	rte_pktmbuf_adj(m, (uint16_t)skip);
+	return m;
+}
+
+static void deliver(struct uiw_tcp_conn *c, struct rte_mbuf *m)
+{
+	c->rcv_nxt += m->pkt_len;
+	c->st.bytes_in += m->pkt_len;
+	if (!(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->recv != NULL)
+		c->ops->recv(c->user, c, m);
+	else
+		rte_pktmbuf_free(m);
+}
+
+/* SYN-SENT (RFC 9293 §3.10.7.3). */
+static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+	bool has_ack = (s->flags & UIW_TCP_ACK) != 0;
+
+	if (has_ack && (seq_le(s->ack, c->iss) || seq_gt(s->ack, c->snd_max))) {
+		tcp_count(t, UIW_TCP_C_drop_syn_ack_bad);
+		if (!(s->flags & UIW_TCP_RST))
+			tcp_send_rst_for(t, s);
+		return;
+	}
+	if (s->flags & UIW_TCP_RST) {
+		if (has_ack) {
+			tcp_count(t, UIW_TCP_C_conn_refused);
+			tcp_conn_drop(c, -ECONNREFUSED);
+		} else {
+			tcp_count(t, UIW_TCP_C_drop_flags);
+		}
+		return;
+	}
+	if (!(s->flags & UIW_TCP_SYN)) {
+		tcp_count(t, UIW_TCP_C_drop_flags);
+		return;
+	}
+	c->irs = s->seq;
+	c->rcv_nxt = s->seq + 1;
+	negotiate(c, s);
+	c->snd_wnd = s->wnd;
+	c->max_sndwnd = s->wnd;
+	c->snd_wl1 = s->seq;
+	c->snd_wl2 = s->ack;
+	if (!has_ack) {
+		/* Simultaneous open: SYN-RECEIVED, our SYN again with an ACK. */
+		tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
+		tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+		return;
+	}
+	c->snd_una = s->ack;
+	c->t_rexmt = 0;
+	c->backoff = 0;
+	if (c->flags & TF_RTT_ACTIVE)
+		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+	tcp_set_state(c, UIW_TCP_ESTABLISHED);
+	c->flags |= TF_ACK_NOW;
+	if (c->ops != NULL && c->ops->connected != NULL)
+		c->ops->connected(c->user, c);
+}
+
+/* RFC 5961 §7: challenge ACKs are rate limited. */
+static void challenge_ack(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (t->now - t->challenge_window >= UIW_NS_PER_S) {
+		t->challenge_window = t->now;
+		t->challenge_count = 0;
+	}
+	if (t->challenge_count++ >= TCP_CHALLENGE_ACKS_PER_S) {
+		tcp_count(t, UIW_TCP_C_challenge_ack_limited);
+		return;
+	}
+	tcp_count(t, UIW_TCP_C_challenge_ack);
+	tcp_send_ack(c);
+}
+
+/* RFC 9293 §3.10.7.4 first check: is any of the segment inside the receive window? */
+static bool seq_acceptable(const struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	uint32_t wnd = c->rcv_adv - c->rcv_nxt;
+	uint32_t len = s->len + !!(s->flags & UIW_TCP_SYN) + !!(s->flags & UIW_TCP_FIN);
+
+	if (seq_lt(c->rcv_adv, c->rcv_nxt))
+		wnd = 0;
+	if (len == 0)
+		return wnd == 0 ? s->seq == c->rcv_nxt : seq_in(s->seq, c->rcv_nxt, c->rcv_nxt + wnd);
+	if (wnd == 0)
+		return false;
+	return seq_in(s->seq, c->rcv_nxt, c->rcv_nxt + wnd) ||
+	       seq_in(s->seq + len - 1, c->rcv_nxt, c->rcv_nxt + wnd);
+}
+
+/* PAWS (RFC 7323 §5.3). @return false when the segment is to be dropped. */
+static bool paws_ok(struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	if (!(c->flags & TF_TS_OK) || !s->opt.has_ts || (s->flags & UIW_TCP_RST))
+		return true;
+	if (seq_lt(s->opt.tsval, c->ts_recent)) {
+		tcp_count(c->tcp, UIW_TCP_C_drop_paws);
+		return false;
+	}
+	return true;
+}
+
+/* Checks 1 to 4 of the synchronized states: sequence (with PAWS), RST, SYN, ACK present.
+ * @return true when the segment goes on to ACK processing. */
+static bool sync_checks(struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (c->state == UIW_TCP_SYN_RECEIVED && (s->flags & UIW_TCP_SYN) && s->seq == c->irs &&
+	    !(s->flags & UIW_TCP_ACK)) {
+		/* The peer did not hear our SYN-ACK: say it again. */
+		tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+		return false;
+	}
+	if (!paws_ok(c, s) || !seq_acceptable(c, s)) {
+		if (s->flags & UIW_TCP_RST) {
+			tcp_count(t, UIW_TCP_C_drop_rst_invalid);
+			return false;
+		}
+		if (seq_le(s->seq + s->len, c->rcv_nxt) && s->len > 0)
+			tcp_count(t, UIW_TCP_C_dup_segs);
+		else
+			tcp_count(t, UIW_TCP_C_drop_out_of_window);
+		c->st.drops++;
+		c->flags |= TF_ACK_NOW;
+		return false;
+	}
+	if (s->flags & UIW_TCP_RST) {
+		/* RFC 5961 §3.2: reset only on an exact match, challenge otherwise. */
+		if (s->seq != c->rcv_nxt) {
+			challenge_ack(c);
+			return false;
+		}
+		tcp_count(t, UIW_TCP_C_rst_rx);
+		if (c->flags & TF_PASSIVE)
+			c->flags |= TF_DETACHED;
+		tcp_conn_drop(c, c->state == UIW_TCP_SYN_RECEIVED ? -ECONNREFUSED : -ECONNRESET);
+		return false;
+	}
+	if (s->flags & UIW_TCP_SYN) {
+		/* RFC 5961 §4.2: a SYN in a synchronized state gets a challenge ACK. */
+		challenge_ack(c);
+		return false;
+	}
+	if (!(s->flags & UIW_TCP_ACK)) {
+		tcp_count(t, UIW_TCP_C_drop_flags);
+		return false;
+	}
+	return true;
+}
+
+/* SYN-RECEIVED and an acceptable ACK: the handshake is complete (RFC 9293 §3.10.7.4). */
+static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+	struct uiw_tcp_listener *l = c->listener;
+
+	if (!(seq_lt(c->snd_una, s->ack) && seq_le(s->ack, c->snd_max))) {
+		tcp_send_rst_for(t, s);
+		return false;
+	}
+	tcp_set_state(c, UIW_TCP_ESTABLISHED);
+	c->snd_wnd = (uint32_t)s->wnd << c->snd_wscale;
+	c->max_sndwnd = c->snd_wnd;
+	c->snd_wl1 = s->seq;
+	c->snd_wl2 = s->ack;
+	if (!(c->flags & TF_PASSIVE)) {
+		if (c->ops != NULL && c->ops->connected != NULL)
+			c->ops->connected(c->user, c);
+		return !(c->flags & TF_DOOMED);
+	}
+	c->flags &= (uint16_t)~TF_PASSIVE;
+	l->pending--;
+	tcp_count(t, UIW_TCP_C_conn_passive);
+	c->ops = l->ops;
+	c->user = l->ctx;
+	if (l->ops != NULL && l->ops->accept != NULL && l->ops->accept(l->ctx, c) != 0) {
+		tcp_send_rst(c);
+		c->flags |= TF_DETACHED;
+		tcp_conn_drop(c, -ECONNABORTED);
+	}
+	return !(c->flags & TF_DOOMED);
+}
+
+static void new_ack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint32_t acked = s->ack - c->snd_una;
+	uint32_t data_acked = u32_min(acked, c->sq.bytes);
+
+	if ((c->flags & TF_RTT_ACTIVE) && seq_gt(s->ack, c->rtt_seq)) {
+		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+		tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+	}
+	tcp_sndq_free_acked(c, data_acked);
+	c->snd_una = s->ack;
+	if (seq_lt(c->snd_nxt, c->snd_una))
+		c->snd_nxt = c->snd_una;
+	c->backoff = 0;
+	tcp_cc_ack(c, acked, s);
+	/* RFC 6298 §5.2, §5.3: stop the timer when all is acknowledged, else restart it. */
+	c->t_rexmt = c->snd_una == c->snd_max ? 0 : t->now + (uint64_t)c->rto_us * 1000ull;
+	if (c->t_rexmt != 0)
+		tcp_timer_arm(c);
+	if (data_acked > 0 && !(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->sent != NULL)
+		c->ops->sent(c->user, c, data_acked);
+}
+
+static void enter_time_wait(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	tcp_set_state(c, UIW_TCP_TIME_WAIT);
+	c->t_rexmt = 0;
+	c->t_persist = 0;
+	if (!(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->closed != NULL)
+		c->ops->closed(c->user, c, 0);
+	c->flags |= TF_DETACHED;
+	if (t->time_wait_ns == 0) {
+		tcp_conn_drop(c, 0);
+		return;
+	}
+	c->t_close = t->now + t->time_wait_ns;
+	tcp_timer_arm(c);
+}
+
+/* Our FIN is acknowledged: the closing states move on. @return false when c is gone. */
+static bool fin_acked(struct uiw_tcp_conn *c)
+{
+	switch (c->state) {
+	case UIW_TCP_FIN_WAIT_1:
+		tcp_set_state(c, UIW_TCP_FIN_WAIT_2);
+		/* Like Linux's tcp_fin_timeout: a peer that never closes does not pin the TCB. */
+		c->t_close = c->tcp->now + (c->tcp->time_wait_ns > 60 * UIW_NS_PER_S ? c->tcp->time_wait_ns : 60 * UIW_NS_PER_S);
+		tcp_timer_arm(c);
+		return true;
+	case UIW_TCP_CLOSING:
+		enter_time_wait(c);
+		return !(c->flags & TF_DOOMED);
+	case UIW_TCP_LAST_ACK:
+		tcp_conn_drop(c, 0);
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* Check 5, the ACK field (RFC 9293 §3.10.7.4, RFC 5961 §5). @return false to stop. */
+static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint32_t wnd = (uint32_t)s->wnd << c->snd_wscale;
+
+	if (seq_gt(s->ack, c->snd_max)) {
+		tcp_count(t, UIW_TCP_C_drop_ack_unsent);
+		c->flags |= TF_ACK_NOW;
+		return false;
+	}
+	if (seq_lt(s->ack, c->snd_una - c->max_sndwnd)) {
+		challenge_ack(c);
+		return false;
+	}
+	if ((c->flags & TF_SACK_OK) && s->opt.nsack > 0)
+		tcp_sack_update(c, &s->opt);
+	if (seq_gt(s->ack, c->snd_una)) {
+		new_ack(c, s);
+	} else if (s->ack == c->snd_una && s->len == 0 && !(s->flags & UIW_TCP_FIN) &&
+		   seq_lt(c->snd_una, c->snd_max) && wnd == c->snd_wnd) {
+		c->st.dup_acks++;
+		tcp_count(t, UIW_TCP_C_dup_acks);
+		tcp_cc_dupack(c, s);
+	}
+	if (seq_lt(c->snd_wl1, s->seq) || (c->snd_wl1 == s->seq && seq_le(c->snd_wl2, s->ack))) {
+		c->snd_wnd = wnd;
+		c->snd_wl1 = s->seq;
+		c->snd_wl2 = s->ack;
+		c->max_sndwnd = u32_max(c->max_sndwnd, wnd);
+		if (wnd > 0)
+			c->t_persist = 0;
+	}
+	if ((c->flags & TF_FIN_SENT) && s->ack == c->snd_max && !fin_acked(c))
+		return false;
+	/* RFC 7323 §4.3: TS.Recent follows the segment that Last.ACK.sent covers. */
+	if ((c->flags & TF_TS_OK) && s->opt.has_ts && seq_le(s->seq, c->last_ack_sent) &&
+	    seq_ge(s->opt.tsval, c->ts_recent))
+		c->ts_recent = s->opt.tsval;
+	return !(c->flags & TF_DOOMED);
+}
+
+static void fin_stage(struct uiw_tcp_conn *c)
+{
+	c->rcv_nxt++;
+	c->flags |= TF_ACK_NOW | TF_PEER_FIN;
+	switch (c->state) {
+	case UIW_TCP_ESTABLISHED:
+		tcp_set_state(c, UIW_TCP_CLOSE_WAIT);
+		break;
+	case UIW_TCP_FIN_WAIT_1:
+		if ((c->flags & TF_FIN_SENT) && c->snd_una == c->snd_max) {
+			enter_time_wait(c);
+			return;
+		}
+		tcp_set_state(c, UIW_TCP_CLOSING);
+		break;
+	case UIW_TCP_FIN_WAIT_2:
+		enter_time_wait(c);
+		return;
+	default:
+		return;
+	}
+	if (!(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->peer_closed != NULL)
+		c->ops->peer_closed(c->user, c);
+}
+
+/* RFC 5681 §4.2: ACK at least every second full segment, at once for out-of-order data
+ * or a filled hole; otherwise after the delayed-ACK time. */
+static void ack_policy(struct uiw_tcp_conn *c, bool immediate)
+{
+	if (immediate || c->tcp->delack_ns == 0 || ++c->unacked_segs >= 2)
+		c->flags |= TF_ACK_NOW;
+	else
+		c->flags |= TF_DELACK;
+}
+
+/* Check 7, the segment text. @return false when the connection went away. */
+static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	uint32_t seq = s->seq, len = s->len;
+	struct rte_mbuf *m;
+	bool had_ooo;
+
+	if (c->state != UIW_TCP_ESTABLISHED && c->state != UIW_TCP_FIN_WAIT_1 &&
+	    c->state != UIW_TCP_FIN_WAIT_2)
+		return true; /* RFC 9293: text after the peer's FIN is ignored */
+	/* Only what fits the window is kept; a FIN beyond it waits for a retransmission. */
+	if (seq_gt(seq + len, c->rcv_adv)) {
+		len = seq_lt(seq, c->rcv_adv) ? c->rcv_adv - seq : 0;
+		s->flags &= (uint8_t)~UIW_TCP_FIN;
+	}
+	if (len == 0 || seq_le(seq + len, c->rcv_nxt))
+		return true;
+	if (seq_gt(seq, c->rcv_nxt)) {
+		m = payload_from(s, seq);
+		uiw_mbuf_trim_to(m, len);
+		c->st.ooo_segs++;
+		tcp_count(c->tcp, UIW_TCP_C_ooo_segs);
+		tcp_reass_insert(c, m, seq, len);
+		s->flags &= (uint8_t)~UIW_TCP_FIN; /* taken when it is retransmitted in order */
+		ack_policy(c, true);
+		return true;
+	}
+	m = payload_from(s, c->rcv_nxt);
+	uiw_mbuf_trim_to(m, seq + len - c->rcv_nxt);
+	had_ooo = c->nooo > 0;
+	deliver(c, m);
+	while (!(c->flags & TF_DOOMED) && (m = tcp_reass_pull(c)) != NULL)
+		deliver(c, m);
+	ack_policy(c, had_ooo);
+	return !(c->flags & TF_DOOMED);
+}
+
+static void in_synchronized(struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	if (!sync_checks(c, s))
+		return;
+	if (c->state == UIW_TCP_SYN_RECEIVED && !establish(c, s))
+		return;
+	if (!ack_stage(c, s))
+		return;
+	if (!data_stage(c, s))
+		return;
+	if ((s->flags & UIW_TCP_FIN) && s->seq + s->len == c->rcv_nxt &&
+	    c->state != UIW_TCP_TIME_WAIT && !(c->flags & TF_PEER_FIN))
+		fin_stage(c);
+}
+
+void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
+{
+	struct uiw_tcp *t = ctx;
+	struct uiw_tcp_conn *c;
+	struct tcp_seg s;
+	int verdict;
+
+	t->now = now;
+	tcp_count(t, UIW_TCP_C_rx_segs);
+	memset(&s, 0, sizeof(s));
+	verdict = tcp_parse(m, ihl, &s);
+	if (verdict != UIW_NET_ACCEPT) {
+		t->counters[verdict]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	c = tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
+	if (c == NULL) {
+		no_conn(t, &s);
+	} else {
+		t->busy = c;
+		c->st.segs_in++;
+		seg_arrives[c->state](c, &s);
+		t->busy = NULL;
+		if (c->flags & TF_DOOMED)
+			tcp_conn_drop(c, c->doom_err);
+		else
+			tcp_mark_pending(c);
+	}
+	if (s.m != NULL)
+		rte_pktmbuf_free(s.m);
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file The TCP engine's own structures; other layers use tcp.h. */
+#ifndef UIW_TCP_INTERNAL_H
+#define UIW_TCP_INTERNAL_H
+
+#include <errno.h>
+#include <string.h>
+
+#include "net_internal.h"
+#include "tcp.h"
+#include "tcp_seq.h"
+#include "tcp_wire.h"
+#include "uiw_time.h"
+
+static inline uint32_t u32_min(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t u32_max(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+#define TCP_SACK_BLOCKS 4        /* SACK blocks we send (3 fit with timestamps) */
+#define TCP_SCORE_MAX 8          /* SACKed ranges the sender remembers */
+#define TCP_WHEEL_SLOTS 4096     /* timer wheel: 1 ms ticks, 4 s per turn */
+#define TCP_TICK_NS 1000000ull
+#define TCP_EPHEMERAL_LO 49152   /* RFC 6335 §6 dynamic ports */
+#define TCP_EPHEMERAL_HI 65535
+#define TCP_MAX_LISTENERS 16
+#define TCP_DEFAULT_MSS 536      /* RFC 9293 §3.7.1, when the peer sends no MSS option */
+#define TCP_CHALLENGE_ACKS_PER_S 1000 /* RFC 5961 §7 */
+#define TCP_RTT_SHIFT 3          /* SRTT gain 1/8, RTTVAR gain 1/4 (RFC 6298 §2.3) */
+
+/* Connection flags. */
+#define TF_SACK_OK 0x0001        /* both SYNs carried SACK-permitted */
+#define TF_TS_OK 0x0002          /* both SYNs carried timestamps */
+#define TF_WS_OK 0x0004          /* both SYNs carried window scale */
+#define TF_ACK_NOW 0x0008        /* send an ACK in this pass */
+#define TF_DELACK 0x0010         /* an ACK is owed, delayed */
+#define TF_FIN_QUEUED 0x0020     /* close requested: FIN follows the data */
+#define TF_FIN_SENT 0x0040
+#define TF_IN_RECOVERY 0x0080    /* fast recovery (RFC 6675 / RFC 6582) */
+#define TF_PENDING 0x0100        /* on the output list */
+#define TF_DETACHED 0x0200       /* no callbacks any more (aborted or accepted away) */
+#define TF_PASSIVE 0x0400        /* opened by a listener, not yet accepted */
+#define TF_RTT_ACTIVE 0x0800     /* timing rtt_seq */
+#define TF_PEER_FIN 0x1000       /* FIN received */
+#define TF_IN_WHEEL 0x2000
+#define TF_DOOMED 0x4000         /* dropped while being processed: freed when that ends */
+
+/* Parsed options of one segment. */
+struct tcp_opts {
+	uint16_t mss;
+	uint8_t ws;
+	uint8_t has_mss : 1, has_ws : 1, sack_ok : 1, has_ts : 1;
+	uint8_t nsack;
+	uint32_t tsval, tsecr;
+	uint32_t sack[TCP_SACK_BLOCKS][2];
+};
+
+/* One received segment, as the input stages see it. */
+struct tcp_seg {
+	struct rte_mbuf *m;       /* whole frame; payload at off */
+	uint32_t saddr, daddr;
+	uint16_t sport, dport;
+	uint32_t seq, ack;
+	uint32_t len;             /* payload bytes */
+	uint32_t off;             /* payload offset in m */
+	uint16_t wnd;             /* unscaled */
+	uint8_t flags;
+	struct tcp_opts opt;
+};
+
+/* Data waiting to be acknowledged or sent: single-segment mbufs linked by m->next. */
+struct tcp_sndq {
+	struct rte_mbuf *head, *tail;
+	uint32_t head_off;        /* bytes of head already acknowledged */
+	uint32_t bytes;           /* from snd_una to the end */
+	struct rte_mbuf *cur;     /* cursor: the mbuf holding sequence cur_seq */
+	uint32_t cur_seq, cur_off;
+};
+
+/* Out-of-order segments, sorted by sequence, payload-only mbufs. */
+struct tcp_ooo {
+	struct rte_mbuf *m;
+	uint32_t seq, len;
+};
+
+struct uiw_tcp_conn {
+	struct uiw_tcp_conn *hnext;        /* hash chain / free list */
+	struct uiw_tcp_conn *pnext;        /* pending-output list */
+	struct uiw_tcp_conn *wprev, *wnext; /* timer wheel slot */
+	struct uiw_tcp *tcp;
+	uint32_t laddr, raddr;
+	uint16_t lport, rport;
+	uint8_t state;
+	uint8_t snd_wscale, rcv_wscale;
+	uint8_t backoff;                   /* RTO doublings */
+	uint8_t dupacks;
+	uint8_t nscore;
+	uint16_t flags;
+	uint16_t mss;                      /* payload per segment we send (options excluded) */
+	uint16_t peer_mss;
+
+	/* Send sequence space (RFC 9293 §3.3.1). */
+	uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd, snd_wl1, snd_wl2;
+	uint32_t cwnd, ssthresh, recover;
+	uint32_t sacked_bytes;
+	uint32_t score[TCP_SCORE_MAX][2];  /* SACKed ranges above snd_una */
+	uint32_t high_rxt;                 /* RFC 6675 HighRxt */
+	struct tcp_sndq sq;
+
+	/* Receive sequence space. */
+	uint32_t irs, rcv_nxt, rcv_adv;
+	uint32_t ts_recent, last_ack_sent;
+	uint32_t unacked_segs;             /* full segments since our last ACK */
+	uint16_t nooo;
+	uint32_t ooo_bytes;
+	uint32_t last_ooo_seq;             /* for the first SACK block (RFC 2018 §4) */
+	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
+
+	/* RTT (RFC 6298), microseconds. */
+	uint32_t srtt_us, rttvar_us, rto_us;
+	uint32_t rtt_seq;
+	uint64_t rtt_start;
+
+	/* Timers: absolute ns, 0 = off. */
+	uint64_t t_rexmt, t_persist, t_delack, t_close;
+	uint64_t t_next;                   /* the wheel's deadline */
+
+	const struct uiw_tcp_ops *ops;
+	void *user;
+	struct uiw_tcp_listener *listener;
+	struct uiw_tcp_conn_stats st;
+	int doom_err;
+	uint32_t max_sndwnd;               /* RFC 5961 §5.2 MAX.SND.WND */
+	uint32_t bytes_acked;              /* RFC 3465 byte counting in congestion avoidance */
+};
+
+struct uiw_tcp_listener {
+	uint16_t port;                     /* 0 = free */
+	unsigned backlog, pending;
+	const struct uiw_tcp_ops *ops;
+	void *ctx;
+};
+
+struct uiw_tcp {
+	struct uiw_net *net;
+	struct uiw_port *port;
+	uint32_t hash_mask;
+	struct uiw_tcp_conn **hash;
+	struct uiw_tcp_conn *conns;        /* max_conns TCBs */
+	struct tcp_ooo *ooo_store;
+	struct uiw_tcp_conn *free_list;
+	struct uiw_tcp_conn *pending;      /* output owed */
+	struct uiw_tcp_conn *busy;         /* being processed: a drop is deferred */
+	unsigned nconns, max_conns;
+	struct uiw_tcp_listener listeners[TCP_MAX_LISTENERS];
+	struct uiw_tcp_conn *wheel[TCP_WHEEL_SLOTS];
+	uint64_t wheel_tick;               /* last tick processed */
+	uint64_t now;                      /* time of the pass being processed */
+	uint64_t isn_key[2];               /* RFC 6528 secret */
+	uint64_t epoch;                    /* for the TS clock */
+	uint16_t next_port;
+	uint64_t challenge_window;         /* RFC 5961 §7 rate limit, 1 s windows */
+	unsigned challenge_count;
+	uint64_t record_flag;              /* mbuf dynflag marking a record start (0: none) */
+	/* Configuration. */
+	uint32_t rcv_buf, snd_buf;
+	uint64_t delack_ns, time_wait_ns;
+	uint32_t min_rto_us, init_rto_us, max_rto_us;
+	unsigned syn_retries, retries, ooo_max;
+	bool offer_sack, offer_ts, offer_ws;
+	uint8_t rcv_wscale;
+	uint64_t counters[UIW_TCP_C__COUNT];
+};
+
+static inline void tcp_count(struct uiw_tcp *t, enum uiw_tcp_counter c)
+{
+	t->counters[c]++;
+}
+
+/* tcp_opts.c */
+int tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o);
+unsigned tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t tsval,
+			    uint8_t *p);
+unsigned tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p);
+
+/* tcp_conn.c */
+struct uiw_tcp_conn *tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+				uint32_t raddr, uint16_t rport);
+struct uiw_tcp_conn *tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+				  uint32_t raddr, uint16_t rport);
+void tcp_conn_free(struct uiw_tcp_conn *c);
+void tcp_conn_drop(struct uiw_tcp_conn *c, int err);
+void tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s);
+uint32_t tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		 uint16_t rport, uint64_t now);
+uint32_t tcp_ts_now(const struct uiw_tcp *t);
+struct uiw_tcp_listener *tcp_listener(struct uiw_tcp *t, uint16_t port);
+void tcp_init_conn_params(struct uiw_tcp_conn *c);
+
+/* tcp_in.c */
+void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
+
+/* tcp_out.c */
+void tcp_output(struct uiw_tcp_conn *c);
+int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags);
+void tcp_send_ack(struct uiw_tcp_conn *c);
+void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s);
+void tcp_send_rst(struct uiw_tcp_conn *c);
+void tcp_mark_pending(struct uiw_tcp_conn *c);
+uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c);
+void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
+void tcp_sndq_clear(struct tcp_sndq *q);
+
+/* tcp_timer.c */
+void tcp_timer_arm(struct uiw_tcp_conn *c);
+void tcp_timer_remove(struct uiw_tcp_conn *c);
+void tcp_timers_run(struct uiw_tcp *t, uint64_t now);
+void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us);
+void tcp_rexmt_restart(struct uiw_tcp_conn *c);
+
+/* tcp_cc.c */
+void tcp_cc_init(struct uiw_tcp_conn *c);
+void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s);
+bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s);
+void tcp_cc_rto(struct uiw_tcp_conn *c);
+void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o);
+bool tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end);
+uint32_t tcp_flight(const struct uiw_tcp_conn *c);
+
+/* tcp_reass.c */
+void tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len);
+struct rte_mbuf *tcp_reass_pull(struct uiw_tcp_conn *c);
+void tcp_reass_clear(struct uiw_tcp_conn *c);
+unsigned tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
+			       unsigned max);
+
+#endif

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Output: the send queue, segment building, what to send now (RFC 9293 §3.8.6, RFC 5681,
+ * RFC 6675, RFC 6582). */
+#include <rte_ethdev.h>
+
+#include "tcp_internal.h"
+
+void tcp_mark_pending(struct uiw_tcp_conn *c)
+{
+	if (c->flags & TF_PENDING)
+		return;
+	c->flags |= TF_PENDING;
+	c->pnext = c->tcp->pending;
+	c->tcp->pending = c;
+}
+
+void tcp_sndq_clear(struct tcp_sndq *q)
+{
+	struct rte_mbuf *m = q->head;
+
+	while (m != NULL) {
+		struct rte_mbuf *next = m->next;
+
+		m->next = NULL;
+		rte_pktmbuf_free_seg(m);
+		m = next;
+	}
+	memset(q, 0, sizeof(*q));
+}
+
+/* Frees @p acked bytes from the front (snd_una moves by as much). */
+void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
+{
+	struct tcp_sndq *q = &c->sq;
+
+	if (acked > q->bytes)
+		acked = q->bytes;
+	q->bytes -= acked;
+	acked += q->head_off;
+	while (q->head != NULL && acked >= q->head->data_len) {
+		struct rte_mbuf *m = q->head;
+
+		acked -= m->data_len;
+		q->head = m->next;
+		if (q->cur == m)
+			q->cur = NULL;
+		m->next = NULL;
+		rte_pktmbuf_free_seg(m);
+	}
+	q->head_off = acked;
+	if (q->head == NULL) {
+		q->tail = NULL;
+		q->head_off = 0;
+	}
+}
+
+/* The mbuf holding sequence @p seq and the sequence of its first byte. */
+static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t *mseq)
+{
+	struct tcp_sndq *q = &c->sq;
+	struct rte_mbuf *m = q->head;
+	uint32_t s = c->snd_una - q->head_off;
+
+	if (q->cur != NULL && seq_ge(seq, q->cur_seq)) {
+		m = q->cur;
+		s = q->cur_seq;
+	}
+	while (m != NULL && seq_ge(seq, s + m->data_len)) {
+		s += m->data_len;
+		m = m->next;
+	}
+	*mseq = s;
+	return m;
+}
+
+/*
+ * Appends up to @p max bytes from sequence @p seq to @p seg, stopping before a record
+ * start (UIW_TCP_SEND_RECORD) that is not the first byte. @return bytes appended.
+ */
+static uint32_t sndq_copy(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max, struct rte_mbuf *seg)
+{
+	uint64_t record = c->tcp->record_flag;
+	uint32_t mseq, done = 0;
+	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
+
+	while (m != NULL && done < max) {
+		uint32_t off = seq + done - mseq;
+		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
+		char *dst;
+
+		if (done > 0 && off == 0 && (m->ol_flags & record))
+			break;
+		dst = rte_pktmbuf_append(seg, (uint16_t)n);
+		if (dst == NULL)
+			break;
+		memcpy(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n);
+		done += n;
+		if (off + n == m->data_len) {
+			mseq += m->data_len;
+			m = m->next;
+		}
+	}
+	if (m != NULL) {
+		c->sq.cur = m;
+		c->sq.cur_seq = mseq;
+	}
+	return done;
+}
+
+/* RFC 9293 §3.8.6.2.2: the right edge never moves left; SWS avoided by the scale. */
+static uint16_t adv_window(struct uiw_tcp_conn *c)
+{
+	uint32_t wnd = tcp_rcv_window(c);
+	uint32_t right = c->rcv_nxt + wnd;
+	uint32_t val;
+
+	if (seq_lt(right, c->rcv_adv))
+		right = c->rcv_adv;
+	val = (right - c->rcv_nxt) >> c->rcv_wscale;
+	if (val > 0xffff)
+		val = 0xffff;
+	c->rcv_adv = c->rcv_nxt + (val << c->rcv_wscale);
+	return (uint16_t)val;
+}
+
+uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c)
+{
+	uint32_t buf = c->tcp->rcv_buf;
+
+	return c->ooo_bytes >= buf ? 0 : buf - c->ooo_bytes;
+}
+
+/* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
+ * sum, as DPDK's TX offload wants). */
+static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
+			 uint32_t src, uint32_t dst, uint32_t tcp_len)
+{
+	uint32_t sum = uiw_tcp_phdr_sum(src, dst, (uint16_t)tcp_len);
+
+	if (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) {
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		th->cksum = uiw_be16_of((uint16_t)sum);
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+		m->l4_len = uiw_tcp_hdr_len(th);
+		return;
+	}
+	sum += uiw_inet_sum(th, tcp_len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	th->cksum = uiw_inet_cksum_of((uint16_t)sum);
+}
+
+/*
+ * Sends one segment from @p seq: SYN and FIN as @p flags say, up to @p len payload bytes
+ * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
+ * SYN-SENT carries an ACK. @return payload bytes sent, or a negative errno.
+ */
+int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
+{
+	struct uiw_tcp *t = c->tcp;
+	struct rte_mbuf *m = uiw_port_alloc(t->port);
+	uint8_t opts[40];
+	unsigned optlen, hlen;
+	uint32_t max, n = 0;
+	struct uiw_tcp_hdr *th;
+	uint16_t win;
+	int rc;
+
+	if (m == NULL) {
+		tcp_count(t, UIW_TCP_C_tx_nombuf);
+		return -ENOMEM;
+	}
+	if (c->state != UIW_TCP_SYN_SENT)
+		flags |= UIW_TCP_ACK;
+	optlen = (flags & UIW_TCP_SYN) ? tcp_opts_build_syn(c, flags & UIW_TCP_ACK, tcp_ts_now(t), opts)
+				      : tcp_opts_build(c, tcp_ts_now(t), opts);
+	hlen = UIW_TCP_HDR_LEN + optlen;
+	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
+	memcpy(th + 1, opts, optlen);
+	max = t->port->mtu - UIW_IPV4_HDR_LEN - hlen;
+	if (len > 0)
+		n = sndq_copy(c, seq, u32_min(len, max), m);
+	if (n < len)
+		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */
+	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(tcp_rcv_window(c), 0xffffu) : adv_window(c);
+	if (flags & UIW_TCP_SYN)
+		c->rcv_adv = c->rcv_nxt + win;
+	uiw_tcp_build(th, c->lport, c->rport, seq, (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0, flags,
+		      win, hlen);
+	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n);
+	if (flags & UIW_TCP_ACK) {
+		c->last_ack_sent = c->rcv_nxt;
+		c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
+		c->t_delack = 0;
+		c->unacked_segs = 0;
+	}
+	c->st.segs_out++;
+	c->st.bytes_out += n;
+	tcp_count(t, UIW_TCP_C_tx_segs);
+	rc = uiw_net_output(t->net, m, c->raddr, UIW_IPPROTO_TCP, t->now);
+	if (rc == -EHOSTUNREACH)
+		return rc;
+	return (int)n;
+}
+
+void tcp_send_ack(struct uiw_tcp_conn *c)
+{
+	tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_ACK);
+}
+
+static void send_raw(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
+		     uint16_t rport, uint32_t seq, uint32_t ack, uint8_t flags)
+{
+	struct rte_mbuf *m = uiw_port_alloc(t->port);
+	struct uiw_tcp_hdr *th;
+
+	if (m == NULL) {
+		tcp_count(t, UIW_TCP_C_tx_nombuf);
+		return;
+	}
+	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, UIW_TCP_HDR_LEN);
+	uiw_tcp_build(th, lport, rport, seq, ack, flags, 0, UIW_TCP_HDR_LEN);
+	tcp_checksum(t, m, th, laddr, raddr, UIW_TCP_HDR_LEN);
+	tcp_count(t, UIW_TCP_C_rst_tx);
+	tcp_count(t, UIW_TCP_C_tx_segs);
+	uiw_net_output(t->net, m, raddr, UIW_IPPROTO_TCP, t->now);
+}
+
+/* RFC 9293 §3.10.7.1: the reset for a segment that has no connection. */
+void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s)
+{
+	if (s->flags & UIW_TCP_ACK)
+		send_raw(t, s->daddr, s->dport, s->saddr, s->sport, s->ack, 0, UIW_TCP_RST);
+	else
+		send_raw(t, s->daddr, s->dport, s->saddr, s->sport, 0,
+			 s->seq + s->len + !!(s->flags & UIW_TCP_SYN) + !!(s->flags & UIW_TCP_FIN),
+			 UIW_TCP_RST | UIW_TCP_ACK);
+}
+
+void tcp_send_rst(struct uiw_tcp_conn *c)
+{
+	send_raw(c->tcp, c->laddr, c->lport, c->raddr, c->rport, c->snd_nxt, c->rcv_nxt,
+		 UIW_TCP_RST | UIW_TCP_ACK);
+}
+
+/* Segment bookkeeping after sending [seq, seq+n). */
+static void sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (seq_lt(seq, c->snd_max)) {
+		c->st.retransmits++;
+		tcp_count(t, UIW_TCP_C_retransmits);
+	} else if (!(c->flags & TF_RTT_ACTIVE)) {
+		/* Karn: only a segment sent once is timed. */
+		c->flags |= TF_RTT_ACTIVE;
+		c->rtt_seq = seq;
+		c->rtt_start = t->now;
+	}
+	if (c->t_rexmt == 0) {
+		c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
+		tcp_timer_arm(c);
+	}
+	c->snd_max = seq_max(c->snd_max, seq + n);
+}
+
+/* RFC 6675 §5 (simplified): retransmit holes below the highest SACKed byte while the
+ * estimated pipe is below cwnd. @return true when something was sent. */
+static bool sack_recovery_output(struct uiw_tcp_conn *c, uint32_t *pipe)
+{
+	uint32_t high_sacked = c->nscore ? c->score[c->nscore - 1][1] : c->snd_una;
+	bool sent = false;
+
+	while (*pipe < c->cwnd) {
+		uint32_t s = seq_max(c->high_rxt, c->snd_una), end;
+		uint32_t len;
+		int n;
+
+		while (tcp_sack_is_sacked(c, s, &end))
+			s = end;
+		if (!seq_lt(s, high_sacked))
+			break;
+		len = c->mss;
+		for (unsigned i = 0; i < c->nscore; i++)
+			if (seq_gt(c->score[i][0], s)) {
+				len = u32_min(len, c->score[i][0] - s);
+				break;
+			}
+		n = tcp_send_segment(c, s, len, UIW_TCP_ACK);
+		if (n <= 0)
+			break;
+		sent_data(c, s, (uint32_t)n);
+		c->high_rxt = s + (uint32_t)n;
+		*pipe += (uint32_t)n;
+		sent = true;
+	}
+	return sent;
+}
+
+static bool can_send_data(const struct uiw_tcp_conn *c)
+{
+	switch (c->state) {
+	case UIW_TCP_ESTABLISHED:
+	case UIW_TCP_CLOSE_WAIT:
+	case UIW_TCP_FIN_WAIT_1:
+	case UIW_TCP_CLOSING:
+	case UIW_TCP_LAST_ACK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* New data within the windows; in SACK recovery the pipe, not the flight, counts. */
+static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
+{
+	uint32_t end = c->snd_una + c->sq.bytes;
+	bool sack_recovery = (c->flags & (TF_IN_RECOVERY | TF_SACK_OK)) ==
+			     (TF_IN_RECOVERY | TF_SACK_OK);
+	bool sent = false;
+
+	while (seq_lt(c->snd_nxt, end)) {
+		uint32_t rwnd_end = c->snd_una + c->snd_wnd;
+		uint32_t room, len;
+		int n;
+
+		if (!seq_lt(c->snd_nxt, rwnd_end))
+			break;
+		if (sack_recovery) {
+			if (pipe >= c->cwnd)
+				break;
+			room = u32_min(rwnd_end - c->snd_nxt, c->cwnd - pipe);
+		} else {
+			uint32_t cwnd_end = c->snd_una + c->cwnd;
+
+			if (!seq_lt(c->snd_nxt, cwnd_end))
+				break;
+			room = seq_min(rwnd_end, cwnd_end) - c->snd_nxt;
+		}
+		len = u32_min(u32_min((uint32_t)c->mss, room), end - c->snd_nxt);
+		n = tcp_send_segment(c, c->snd_nxt, len,
+				     (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0);
+		if (n <= 0)
+			break;
+		sent_data(c, c->snd_nxt, (uint32_t)n);
+		c->snd_nxt += (uint32_t)n;
+		pipe += (uint32_t)n;
+		sent = true;
+	}
+	return sent;
+}
+
+void tcp_output(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	bool sent = false;
+
+	if (can_send_data(c)) {
+		uint32_t pipe = (c->snd_max - c->snd_una) - c->sacked_bytes;
+		uint32_t end = c->snd_una + c->sq.bytes;
+
+		if ((c->flags & (TF_IN_RECOVERY | TF_SACK_OK)) == (TF_IN_RECOVERY | TF_SACK_OK))
+			sent |= sack_recovery_output(c, &pipe);
+		sent |= output_new_data(c, pipe);
+		end = c->snd_una + c->sq.bytes;
+		if ((c->flags & (TF_FIN_QUEUED | TF_FIN_SENT)) == TF_FIN_QUEUED && c->snd_nxt == end &&
+		    tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_FIN) >= 0) {
+			sent_data(c, c->snd_nxt, 1);
+			c->snd_nxt++;
+			c->flags |= TF_FIN_SENT;
+			sent = true;
+		}
+		/* Zero window with data waiting and nothing in flight: probe it. */
+		if (c->snd_wnd == 0 && c->snd_nxt == c->snd_una && seq_lt(c->snd_una, end) &&
+		    c->t_rexmt == 0 && c->t_persist == 0) {
+			c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
+			tcp_timer_arm(c);
+		}
+	}
+	if ((c->flags & TF_ACK_NOW) && !sent && c->state != UIW_TCP_SYN_SENT)
+		tcp_send_ack(c);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The poll pass: receive, owed output, timers, transmit. */
+#include "tcp_internal.h"
+
+#define POLL_MAX_BURST 512
+
+void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
+{
+	t->now = now;
+	while (t->pending != NULL) {
+		struct uiw_tcp_conn *c = t->pending;
+
+		t->pending = c->pnext;
+		c->flags &= (uint16_t)~TF_PENDING;
+		t->busy = c;
+		if ((c->flags & (TF_DELACK | TF_ACK_NOW)) == TF_DELACK && c->t_delack == 0) {
+			c->t_delack = now + t->delack_ns;
+			tcp_timer_arm(c);
+		}
+		tcp_output(c);
+		t->busy = NULL;
+		if (c->flags & TF_DOOMED)
+			tcp_conn_drop(c, c->doom_err);
+	}
+	tcp_timers_run(t, now);
+}
+
+unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
+{
+	struct rte_mbuf *pkts[POLL_MAX_BURST];
+	uint16_t n = uiw_port_rx(t->port, pkts, (uint16_t)u32_min(t->net->rx_burst, POLL_MAX_BURST));
+
+	uiw_net_input(t->net, pkts, n, now);
+	uiw_net_timer(t->net, now);
+	uiw_tcp_run(t, now);
+	uiw_port_flush(t->port);
+	return n;
+}

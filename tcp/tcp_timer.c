@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Timers: one timing-wheel entry per connection at its earliest deadline (1 ms ticks,
+ * 4096 slots; later deadlines wait for their turn). Retransmission (RFC 6298), persist
+ * (RFC 9293 §3.8.6.1), delayed ACK (RFC 5681 §4.2), TIME-WAIT and FIN-WAIT-2 timeouts.
+ */
+#include "tcp_internal.h"
+
+static uint64_t earliest(const struct uiw_tcp_conn *c)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (c->t_rexmt != 0 && c->t_rexmt < d)
+		d = c->t_rexmt;
+	if (c->t_persist != 0 && c->t_persist < d)
+		d = c->t_persist;
+	if (c->t_delack != 0 && c->t_delack < d)
+		d = c->t_delack;
+	if (c->t_close != 0 && c->t_close < d)
+		d = c->t_close;
+	return d;
+}
+
+void tcp_timer_remove(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (!(c->flags & TF_IN_WHEEL))
+		return;
+	if (c->wprev != NULL)
+		c->wprev->wnext = c->wnext;
+	else
+		t->wheel[(c->t_next / TCP_TICK_NS) % TCP_WHEEL_SLOTS] = c->wnext;
+	if (c->wnext != NULL)
+		c->wnext->wprev = c->wprev;
+	c->wprev = c->wnext = NULL;
+	c->flags &= (uint16_t)~TF_IN_WHEEL;
+}
+
+/* Puts c in the wheel at its earliest deadline, unless it is already due no later. */
+void tcp_timer_arm(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint64_t d = earliest(c);
+	unsigned slot;
+
+	if (d == UINT64_MAX || ((c->flags & TF_IN_WHEEL) && c->t_next <= d))
+		return;
+	tcp_timer_remove(c);
+	/* Never behind the wheel: a past deadline fires on the next tick. */
+	if (d / TCP_TICK_NS <= t->wheel_tick)
+		d = (t->wheel_tick + 1) * TCP_TICK_NS;
+	c->t_next = d;
+	slot = (unsigned)((d / TCP_TICK_NS) % TCP_WHEEL_SLOTS);
+	c->wprev = NULL;
+	c->wnext = t->wheel[slot];
+	if (c->wnext != NULL)
+		c->wnext->wprev = c;
+	t->wheel[slot] = c;
+	c->flags |= TF_IN_WHEEL;
+}
+
+/* RFC 6298 §2.2, §2.3 with the usual fixed-point gains; microseconds. */
+void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint32_t rto;
+
+	if (rtt_us == 0)
+		rtt_us = 1;
+	if (c->srtt_us == 0) {
+		c->srtt_us = rtt_us;
+		c->rttvar_us = rtt_us / 2;
+	} else {
+		uint32_t err = rtt_us > c->srtt_us ? rtt_us - c->srtt_us : c->srtt_us - rtt_us;
+
+		c->rttvar_us = c->rttvar_us - c->rttvar_us / 4 + err / 4;
+		c->srtt_us = c->srtt_us - c->srtt_us / 8 + rtt_us / 8;
+	}
+	rto = c->srtt_us + u32_max(1000u, 4 * c->rttvar_us);
+	c->rto_us = u32_min(u32_max(rto, t->min_rto_us), t->max_rto_us);
+}
+
+/* RFC 6298 §5.5, §5.6: back the timer off, at most to the maximum. */
+static void backoff(struct uiw_tcp_conn *c)
+{
+	c->backoff++;
+	c->rto_us = u32_min(c->rto_us * 2, c->tcp->max_rto_us);
+}
+
+static void rexmt_handshake(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	bool synack = c->state == UIW_TCP_SYN_RECEIVED;
+
+	if (c->backoff >= t->syn_retries) {
+		tcp_count(t, UIW_TCP_C_conn_timeout);
+		if (c->flags & TF_PASSIVE)
+			c->flags |= TF_DETACHED;
+		tcp_conn_drop(c, -ETIMEDOUT);
+		return;
+	}
+	backoff(c);
+	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+	tcp_send_segment(c, c->iss, 0, synack ? (UIW_TCP_SYN | UIW_TCP_ACK) : UIW_TCP_SYN);
+	c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
+}
+
+/* RFC 6298 §5.4-5.7 and RFC 5681 §3.1: go back to snd_una with one segment of window. */
+static void rexmt_expired(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	c->t_rexmt = 0;
+	if (c->state == UIW_TCP_SYN_SENT || c->state == UIW_TCP_SYN_RECEIVED) {
+		rexmt_handshake(c);
+		return;
+	}
+	if (c->snd_una == c->snd_max)
+		return;
+	if (c->backoff >= t->retries) {
+		tcp_count(t, UIW_TCP_C_conn_timeout);
+		tcp_conn_drop(c, -ETIMEDOUT);
+		return;
+	}
+	c->st.rto_expiries++;
+	tcp_count(t, UIW_TCP_C_rto_expiries);
+	tcp_cc_rto(c);
+	backoff(c);
+	c->flags &= (uint16_t)~TF_RTT_ACTIVE; /* Karn */
+	c->snd_nxt = c->snd_una;
+	if ((c->flags & TF_FIN_SENT) && c->snd_una != c->snd_max)
+		c->flags &= (uint16_t)~TF_FIN_SENT;
+	tcp_output(c);
+	if (c->t_rexmt == 0)
+		c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
+}
+
+/* A zero window: one byte beyond it, so that the reopening ACK cannot be lost for good. */
+static void persist_expired(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint32_t end = c->snd_una + c->sq.bytes;
+
+	c->t_persist = 0;
+	if (c->snd_wnd != 0 || !seq_lt(c->snd_una, end) || c->snd_nxt != c->snd_una)
+		return;
+	tcp_count(t, UIW_TCP_C_persist_probes);
+	if (tcp_send_segment(c, c->snd_una, 1, UIW_TCP_ACK) == 1)
+		c->snd_max = seq_max(c->snd_max, c->snd_una + 1);
+	backoff(c);
+	c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
+}
+
+static void fire(struct uiw_tcp_conn *c, uint64_t now)
+{
+	if (c->t_close != 0 && now >= c->t_close) {
+		c->flags |= TF_DETACHED;
+		tcp_conn_drop(c, 0);
+		return;
+	}
+	if (c->t_delack != 0 && now >= c->t_delack) {
+		c->t_delack = 0;
+		if (c->flags & TF_DELACK)
+			tcp_send_ack(c);
+	}
+	if (c->t_rexmt != 0 && now >= c->t_rexmt) {
+		rexmt_expired(c);
+		if (c->flags & TF_DOOMED)
+			return;
+	}
+	if (c->state != UIW_TCP_CLOSED && c->t_persist != 0 && now >= c->t_persist)
+		persist_expired(c);
+}
+
+void tcp_timers_run(struct uiw_tcp *t, uint64_t now)
+{
+	uint64_t tick = now / TCP_TICK_NS;
+
+	if (t->wheel_tick == 0)
+		t->wheel_tick = tick - 1;
+	/* A long gap needs at most one turn of the wheel. */
+	if (tick - t->wheel_tick > TCP_WHEEL_SLOTS)
+		t->wheel_tick = tick - TCP_WHEEL_SLOTS;
+	while (t->wheel_tick < tick) {
+		unsigned slot = (unsigned)(++t->wheel_tick % TCP_WHEEL_SLOTS);
+		struct uiw_tcp_conn *c = t->wheel[slot], *next;
+
+		for (; c != NULL; c = next) {
+			next = c->wnext;
+			if (c->t_next > now)
+				continue; /* a later turn */
+			tcp_timer_remove(c);
+			t->busy = c;
+			fire(c, now);
+			t->busy = NULL;
+			/* NB: fire() re-arms c into a later slot only, so next stays valid. */
+			if (c->flags & TF_DOOMED) {
+				tcp_conn_drop(c, c->doom_err);
+				continue;
+			}
+			tcp_timer_arm(c);
+		}
+	}
+}
