@@ -504,6 +504,12 @@ int main(int argc, char **argv)
 			break;
 	}
 	print_rr(&client);
+	for (unsigned i = 0; i < client.npeers; i++)
+		if (!client.peers[i].closed && client.peers[i].c != NULL)
+			uiw_tcp_conn_dump(client.peers[i].c, stdout);
+	for (unsigned i = 0; i < server.npeers; i++)
+		if (!server.peers[i].closed)
+			uiw_tcp_conn_dump(server.peers[i].c, stdout);
 	ok = client.failed == 0 && server.failed == 0 && client.closed == client.npeers;
 	if (o.pair) {
 		bool match = pair_hashes_match(&client, &server);

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <rte_mbuf.h>
 
@@ -54,6 +55,7 @@
 	X(fast_retransmits, "loss recoveries entered on duplicate ACKs or SACK")             \
 	X(rto_expiries, "retransmission timeouts")                                           \
 	X(persist_probes, "zero-window probes sent")                                         \
+	X(tail_loss_probes, "tail loss probes sent (RFC 8985 §7)")                            \
 	X(tx_segs, "segments sent")                                                          \
 	X(tx_nombuf, "segments not sent: no mbuf (retried by the timers)")                   \
 	X(conn_active, "connections opened actively")                                        \
@@ -177,6 +179,9 @@ const char *uiw_tcp_state_name(enum uiw_tcp_state s);
 const struct uiw_tcp_conn_stats *uiw_tcp_conn_stats(const struct uiw_tcp_conn *c);
 void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t *lport,
 			uint32_t *raddr, uint16_t *rport);
+
+/** Prints one connection's state, sequence variables, windows and timers (for debugging). */
+void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out);
 
 /** Engine-wide counters (enum uiw_tcp_counter). */
 const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);

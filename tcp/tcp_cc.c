@@ -13,6 +13,56 @@ uint32_t tcp_flight(const struct uiw_tcp_conn *c)
 	return c->snd_max - c->snd_una;
 }
 
+/* Bytes SACKed above @p seq. */
+static uint32_t sacked_above(const struct uiw_tcp_conn *c, uint32_t seq)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < c->nscore; i++)
+		if (seq_ge(c->score[i][0], seq))
+			n += c->score[i][1] - c->score[i][0];
+	return n;
+}
+
+/*
+ * RFC 6675 §4 SetPipe: bytes in flight that are neither SACKed nor deemed lost (a hole
+ * with more than DupThresh-1 segments SACKed above it), plus what was retransmitted.
+ */
+uint32_t tcp_pipe(const struct uiw_tcp_conn *c)
+{
+	uint32_t pipe = 0, pos = c->snd_una;
+	uint32_t lost_thresh = (DUPACK_THRESHOLD - 1) * (uint32_t)c->mss;
+
+	for (unsigned i = 0; i < c->nscore; i++) {
+		uint32_t hole_end = c->score[i][0];
+
+		if (seq_lt(pos, hole_end)) {
+			if (sacked_above(c, hole_end) > lost_thresh) {
+				if (seq_gt(c->high_rxt, pos))
+					pipe += seq_min(c->high_rxt, hole_end) - pos;
+			} else {
+				pipe += hole_end - pos;
+			}
+		}
+		pos = seq_max(pos, c->score[i][1]);
+	}
+	if (seq_lt(pos, c->snd_max))
+		pipe += c->snd_max - pos;
+	return pipe;
+}
+
+/* RFC 5827 early retransmit: with fewer than four segments out and nothing new to send,
+ * fewer duplicates are enough. */
+static uint32_t dupthresh(const struct uiw_tcp_conn *c)
+{
+	uint32_t oseg = (tcp_flight(c) + c->mss - 1) / c->mss;
+	bool unsent = c->sq.bytes > c->snd_max - c->snd_una;
+
+	if (!unsent && oseg <= DUPACK_THRESHOLD)
+		return oseg > 1 ? oseg - 1 : 1;
+	return DUPACK_THRESHOLD;
+}
+
 void tcp_cc_init(struct uiw_tcp_conn *c)
 {
 	c->cwnd = 10u * c->mss;
@@ -31,16 +81,34 @@ static void enter_recovery(struct uiw_tcp_conn *c)
 	tcp_count(t, UIW_TCP_C_fast_retransmits);
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
 	if (c->flags & TF_SACK_OK) {
-		/* RFC 6675 §5 (4): cwnd = ssthresh; the output retransmits the first hole. */
+		/* RFC 6675 §5 (4): cwnd = ssthresh, and the first hole goes out at once,
+		 * whatever the pipe says. */
+		uint32_t seq = c->snd_una, end, len;
+		int n;
+
 		c->cwnd = c->ssthresh;
-		c->high_rxt = c->snd_una;
+		while (tcp_sack_is_sacked(c, seq, &end))
+			seq = end;
+		len = u32_min(c->mss, c->snd_max - seq);
+		for (unsigned i = 0; i < c->nscore; i++)
+			if (seq_gt(c->score[i][0], seq)) {
+				len = u32_min(len, c->score[i][0] - seq);
+				break;
+			}
+		n = len > 0 ? tcp_send_segment(c, seq, len, UIW_TCP_ACK) : 0;
+		if (n > 0)
+			tcp_sent_data(c, seq, (uint32_t)n);
+		c->high_rxt = seq + (uint32_t)(n > 0 ? n : 0);
+		c->rxt_snd_max = c->snd_max;
 		return;
 	}
 	/* RFC 6582 §3.2 (2), (3): retransmit snd_una; cwnd = ssthresh + 3 * SMSS. */
 	c->cwnd = c->ssthresh + DUPACK_THRESHOLD * c->mss;
-	if (tcp_send_segment(c, c->snd_una, c->mss, UIW_TCP_ACK) > 0) {
-		c->st.retransmits++;
-		tcp_count(t, UIW_TCP_C_retransmits);
+	{
+		int n = tcp_send_segment(c, c->snd_una, u32_min(c->mss, tcp_flight(c)), UIW_TCP_ACK);
+
+		if (n > 0)
+			tcp_sent_data(c, c->snd_una, (uint32_t)n);
 	}
 }
 
@@ -54,9 +122,9 @@ bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate */
 		return false;
 	}
-	/* RFC 6675 §5: three duplicates, or more than three segments' worth SACKed. */
-	if (c->dupacks >= DUPACK_THRESHOLD ||
-	    ((c->flags & TF_SACK_OK) && c->sacked_bytes > DUPACK_THRESHOLD * (uint32_t)c->mss)) {
+	/* RFC 6675 §5: DupThresh duplicates, or more than DupThresh-1 segments SACKed. */
+	if (c->dupacks >= dupthresh(c) ||
+	    ((c->flags & TF_SACK_OK) && c->sacked_bytes > (dupthresh(c) - 1) * (uint32_t)c->mss)) {
 		/* RFC 6582 §3.2 (1): no new recovery for losses of the previous window. */
 		if (!(c->flags & TF_SACK_OK) && seq_le(c->snd_una, c->recover) && c->recover != 0 &&
 		    seq_gt(c->recover, c->iss))
@@ -98,14 +166,36 @@ void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
 	if (c->flags & TF_SACK_OK)
 		return; /* the output sends the next hole by the pipe */
 	/* RFC 6582 §3.2 (5) partial acknowledgment: the next hole now, deflate the window. */
-	if (tcp_send_segment(c, c->snd_una, c->mss, UIW_TCP_ACK) > 0) {
-		c->st.retransmits++;
-		tcp_count(c->tcp, UIW_TCP_C_retransmits);
+	{
+		int n = tcp_send_segment(c, c->snd_una, u32_min(c->mss, tcp_flight(c)), UIW_TCP_ACK);
+
+		if (n > 0)
+			tcp_sent_data(c, c->snd_una, (uint32_t)n);
 	}
 	c->cwnd = c->cwnd > acked ? c->cwnd - acked : c->mss;
 	if (acked >= c->mss)
 		c->cwnd += c->mss;
 	c->t_rexmt = c->tcp->now + (uint64_t)c->rto_us * 1000ull;
+}
+
+/*
+ * A retransmission can be lost too. Once data sent after it (more than DupThresh segments
+ * beyond the snd_max of that moment) is SACKed while its hole stays open, the holes are
+ * retransmitted again instead of waiting for the timer (the idea of RFC 8985's RACK,
+ * with sequence numbers standing in for send times).
+ */
+void tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c)
+{
+	uint32_t high_sacked;
+
+	if (!(c->flags & TF_IN_RECOVERY) || !(c->flags & TF_SACK_OK) || c->nscore == 0)
+		return;
+	high_sacked = c->score[c->nscore - 1][1];
+	if (seq_gt(c->high_rxt, c->snd_una) &&
+	    seq_gt(high_sacked, c->rxt_snd_max + DUPACK_THRESHOLD * (uint32_t)c->mss)) {
+		c->high_rxt = c->snd_una;
+		c->rxt_snd_max = c->snd_max;
+	}
 }
 
 void tcp_cc_rto(struct uiw_tcp_conn *c)

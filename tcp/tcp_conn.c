@@ -445,3 +445,21 @@ unsigned uiw_tcp_conn_count(const struct uiw_tcp *t)
 {
 	return t->nconns;
 }
+
+void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out)
+{
+	const struct uiw_tcp *t = c->tcp;
+
+	fprintf(out, "tcp %u->%u %s flags %#x: una %u nxt %u max %u (+%u queued) wnd %u "
+		     "cwnd %u ssthresh %u sacked %u ranges %u | rcv_nxt %u adv +%u ooo %u/%u | "
+		     "rto %u us srtt %u us backoff %u | timers(ms) rexmt %.1f persist %.1f "
+		     "delack %.1f close %.1f\n",
+		c->lport, c->rport, uiw_tcp_state_name((enum uiw_tcp_state)c->state), c->flags,
+		c->snd_una - c->iss, c->snd_nxt - c->iss, c->snd_max - c->iss, c->sq.bytes,
+		c->snd_wnd, c->cwnd, c->ssthresh, c->sacked_bytes, c->nscore, c->rcv_nxt - c->irs,
+		c->rcv_adv - c->rcv_nxt, c->nooo, c->ooo_bytes, c->rto_us, c->srtt_us, c->backoff,
+		c->t_rexmt ? (double)(int64_t)(c->t_rexmt - t->now) / 1e6 : -1.0,
+		c->t_persist ? (double)(int64_t)(c->t_persist - t->now) / 1e6 : -1.0,
+		c->t_delack ? (double)(int64_t)(c->t_delack - t->now) / 1e6 : -1.0,
+		c->t_close ? (double)(int64_t)(c->t_close - t->now) / 1e6 : -1.0);
+}

@@ -370,12 +370,14 @@ static void new_ack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 	c->snd_una = s->ack;
 	if (seq_lt(c->snd_nxt, c->snd_una))
 		c->snd_nxt = c->snd_una;
-	c->backoff = 0;
+	tcp_rto_reset(c);
 	tcp_cc_ack(c, acked, s);
 	/* RFC 6298 §5.2, §5.3: stop the timer when all is acknowledged, else restart it. */
 	c->t_rexmt = c->snd_una == c->snd_max ? 0 : t->now + (uint64_t)c->rto_us * 1000ull;
 	if (c->t_rexmt != 0)
 		tcp_timer_arm(c);
+	c->t_probe = 0;
+	tcp_probe_arm(c);
 	if (data_acked > 0 && !(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->sent != NULL)
 		c->ops->sent(c->user, c, data_acked);
 }
@@ -434,8 +436,10 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		challenge_ack(c);
 		return false;
 	}
-	if ((c->flags & TF_SACK_OK) && s->opt.nsack > 0)
+	if ((c->flags & TF_SACK_OK) && s->opt.nsack > 0) {
 		tcp_sack_update(c, &s->opt);
+		tcp_cc_check_lost_rxt(c);
+	}
 	if (seq_gt(s->ack, c->snd_una)) {
 		new_ack(c, s);
 	} else if (s->ack == c->snd_una && s->len == 0 && !(s->flags & UIW_TCP_FIN) &&

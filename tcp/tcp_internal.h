@@ -103,6 +103,7 @@ struct uiw_tcp_conn {
 	uint32_t sacked_bytes;
 	uint32_t score[TCP_SCORE_MAX][2];  /* SACKed ranges above snd_una */
 	uint32_t high_rxt;                 /* RFC 6675 HighRxt */
+	uint32_t rxt_snd_max;              /* snd_max when a hole was last retransmitted */
 	struct tcp_sndq sq;
 
 	/* Receive sequence space. */
@@ -120,7 +121,7 @@ struct uiw_tcp_conn {
 	uint64_t rtt_start;
 
 	/* Timers: absolute ns, 0 = off. */
-	uint64_t t_rexmt, t_persist, t_delack, t_close;
+	uint64_t t_rexmt, t_persist, t_delack, t_close, t_probe;
 	uint64_t t_next;                   /* the wheel's deadline */
 
 	const struct uiw_tcp_ops *ops;
@@ -202,6 +203,7 @@ void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
 void tcp_output(struct uiw_tcp_conn *c);
 int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags);
 void tcp_send_ack(struct uiw_tcp_conn *c);
+void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n);
 void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s);
 void tcp_send_rst(struct uiw_tcp_conn *c);
 void tcp_mark_pending(struct uiw_tcp_conn *c);
@@ -214,7 +216,8 @@ void tcp_timer_arm(struct uiw_tcp_conn *c);
 void tcp_timer_remove(struct uiw_tcp_conn *c);
 void tcp_timers_run(struct uiw_tcp *t, uint64_t now);
 void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us);
-void tcp_rexmt_restart(struct uiw_tcp_conn *c);
+void tcp_rto_reset(struct uiw_tcp_conn *c);
+void tcp_probe_arm(struct uiw_tcp_conn *c);
 
 /* tcp_cc.c */
 void tcp_cc_init(struct uiw_tcp_conn *c);
@@ -222,8 +225,10 @@ void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
 bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s);
 void tcp_cc_rto(struct uiw_tcp_conn *c);
 void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o);
+void tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c);
 bool tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end);
 uint32_t tcp_flight(const struct uiw_tcp_conn *c);
+uint32_t tcp_pipe(const struct uiw_tcp_conn *c);
 
 /* tcp_reass.c */
 void tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len);

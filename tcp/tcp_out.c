@@ -245,7 +245,7 @@ void tcp_send_rst(struct uiw_tcp_conn *c)
 }
 
 /* Segment bookkeeping after sending [seq, seq+n). */
-static void sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
+void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
 {
 	struct uiw_tcp *t = c->tcp;
 
@@ -263,6 +263,8 @@ static void sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
 		tcp_timer_arm(c);
 	}
 	c->snd_max = seq_max(c->snd_max, seq + n);
+	if (c->t_probe == 0)
+		tcp_probe_arm(c);
 }
 
 /* RFC 6675 §5 (simplified): retransmit holes below the highest SACKed byte while the
@@ -290,8 +292,9 @@ static bool sack_recovery_output(struct uiw_tcp_conn *c, uint32_t *pipe)
 		n = tcp_send_segment(c, s, len, UIW_TCP_ACK);
 		if (n <= 0)
 			break;
-		sent_data(c, s, (uint32_t)n);
+		tcp_sent_data(c, s, (uint32_t)n);
 		c->high_rxt = s + (uint32_t)n;
+		c->rxt_snd_max = c->snd_max;
 		*pipe += (uint32_t)n;
 		sent = true;
 	}
@@ -332,7 +335,10 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 				break;
 			room = u32_min(rwnd_end - c->snd_nxt, c->cwnd - pipe);
 		} else {
-			uint32_t cwnd_end = c->snd_una + c->cwnd;
+			/* RFC 3042 limited transmit: a new segment for each of the first two
+			 * duplicate ACKs. */
+			uint32_t cwnd_end = c->snd_una + c->cwnd +
+					    (c->flags & TF_IN_RECOVERY ? 0 : u32_min(c->dupacks, 2) * c->mss);
 
 			if (!seq_lt(c->snd_nxt, cwnd_end))
 				break;
@@ -343,7 +349,7 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 				     (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0);
 		if (n <= 0)
 			break;
-		sent_data(c, c->snd_nxt, (uint32_t)n);
+		tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
 		c->snd_nxt += (uint32_t)n;
 		pipe += (uint32_t)n;
 		sent = true;
@@ -357,7 +363,7 @@ void tcp_output(struct uiw_tcp_conn *c)
 	bool sent = false;
 
 	if (can_send_data(c)) {
-		uint32_t pipe = (c->snd_max - c->snd_una) - c->sacked_bytes;
+		uint32_t pipe = tcp_pipe(c);
 		uint32_t end = c->snd_una + c->sq.bytes;
 
 		if ((c->flags & (TF_IN_RECOVERY | TF_SACK_OK)) == (TF_IN_RECOVERY | TF_SACK_OK))
@@ -366,7 +372,7 @@ void tcp_output(struct uiw_tcp_conn *c)
 		end = c->snd_una + c->sq.bytes;
 		if ((c->flags & (TF_FIN_QUEUED | TF_FIN_SENT)) == TF_FIN_QUEUED && c->snd_nxt == end &&
 		    tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_FIN) >= 0) {
-			sent_data(c, c->snd_nxt, 1);
+			tcp_sent_data(c, c->snd_nxt, 1);
 			c->snd_nxt++;
 			c->flags |= TF_FIN_SENT;
 			sent = true;

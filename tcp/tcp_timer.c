@@ -18,6 +18,8 @@ static uint64_t earliest(const struct uiw_tcp_conn *c)
 		d = c->t_delack;
 	if (c->t_close != 0 && c->t_close < d)
 		d = c->t_close;
+	if (c->t_probe != 0 && c->t_probe < d)
+		d = c->t_probe;
 	return d;
 }
 
@@ -81,6 +83,74 @@ void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us)
 	c->rto_us = u32_min(u32_max(rto, t->min_rto_us), t->max_rto_us);
 }
 
+/* The RTO from the current estimates, without backoff: after an ACK of new data the
+ * timer no longer needs to be backed off (as Linux does), and RFC 6298 §5.7 keeps the
+ * backoff only while no new data is acknowledged. */
+void tcp_rto_reset(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint32_t rto;
+
+	c->backoff = 0;
+	if (c->srtt_us == 0)
+		return;
+	rto = c->srtt_us + u32_max(1000u, 4 * c->rttvar_us);
+	c->rto_us = u32_min(u32_max(rto, t->min_rto_us), t->max_rto_us);
+}
+
+/*
+ * RFC 8985 §7.2: a tail loss probe a little after two round trips, so that a lost last
+ * segment is found by the ACK to the probe rather than by the retransmission timer.
+ */
+void tcp_probe_arm(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint64_t pto;
+
+	if (c->srtt_us == 0 || (c->flags & TF_IN_RECOVERY) || c->snd_una == c->snd_max) {
+		c->t_probe = 0;
+		return;
+	}
+	pto = 2ull * c->srtt_us * 1000ull;
+	if (tcp_flight(c) <= c->mss)
+		pto += t->delack_ns; /* the peer may be holding its ACK */
+	pto = pto < 1000000ull ? 1000000ull : pto; /* no finer than the timer tick */
+	if (pto >= (uint64_t)c->rto_us * 1000ull)
+		return;
+	c->t_probe = t->now + pto;
+	tcp_timer_arm(c);
+}
+
+/* Sends one new segment if there is one, else the last segment again (RFC 8985 §7.3). */
+static void probe_expired(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+	uint32_t end = c->snd_una + c->sq.bytes;
+	uint32_t len, seq;
+
+	c->t_probe = 0;
+	if (c->snd_una == c->snd_max || (c->flags & TF_IN_RECOVERY))
+		return;
+	tcp_count(t, UIW_TCP_C_tail_loss_probes);
+	if (seq_lt(c->snd_nxt, end) && seq_lt(c->snd_nxt, c->snd_una + c->snd_wnd)) {
+		int n = tcp_send_segment(c, c->snd_nxt, u32_min(c->mss, end - c->snd_nxt), 0);
+
+		if (n > 0) {
+			tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
+			c->snd_nxt += (uint32_t)n;
+		}
+		return;
+	}
+	if (c->flags & TF_FIN_SENT) {
+		tcp_send_segment(c, c->snd_max - 1, 0, UIW_TCP_FIN);
+		return;
+	}
+	len = u32_min(c->mss, c->snd_max - c->snd_una);
+	seq = c->snd_max - len;
+	if (tcp_send_segment(c, seq, len, 0) > 0)
+		tcp_sent_data(c, seq, len);
+}
+
 /* RFC 6298 §5.5, §5.6: back the timer off, at most to the maximum. */
 static void backoff(struct uiw_tcp_conn *c)
 {
@@ -112,6 +182,7 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 	struct uiw_tcp *t = c->tcp;
 
 	c->t_rexmt = 0;
+	c->t_probe = 0;
 	if (c->state == UIW_TCP_SYN_SENT || c->state == UIW_TCP_SYN_RECEIVED) {
 		rexmt_handshake(c);
 		return;
@@ -154,6 +225,8 @@ static void persist_expired(struct uiw_tcp_conn *c)
 
 static void fire(struct uiw_tcp_conn *c, uint64_t now)
 {
+	/* Deadlines are kept to the tick: whatever falls in this millisecond is due. */
+	now = (now / TCP_TICK_NS + 1) * TCP_TICK_NS;
 	if (c->t_close != 0 && now >= c->t_close) {
 		c->flags |= TF_DETACHED;
 		tcp_conn_drop(c, 0);
@@ -164,6 +237,8 @@ static void fire(struct uiw_tcp_conn *c, uint64_t now)
 		if (c->flags & TF_DELACK)
 			tcp_send_ack(c);
 	}
+	if (c->t_probe != 0 && now >= c->t_probe)
+		probe_expired(c);
 	if (c->t_rexmt != 0 && now >= c->t_rexmt) {
 		rexmt_expired(c);
 		if (c->flags & TF_DOOMED)
@@ -188,8 +263,8 @@ void tcp_timers_run(struct uiw_tcp *t, uint64_t now)
 
 		for (; c != NULL; c = next) {
 			next = c->wnext;
-			if (c->t_next > now)
-				continue; /* a later turn */
+			if (c->t_next / TCP_TICK_NS > t->wheel_tick)
+				continue; /* a later turn of the wheel */
 			tcp_timer_remove(c);
 			t->busy = c;
 			fire(c, now);
