@@ -296,6 +296,7 @@ struct opts {
 	uint16_t connect_port;
 	double duration;
 	unsigned link_wait_ms;
+	unsigned linger_ms;
 };
 
 static void usage(void)
@@ -309,6 +310,8 @@ static void usage(void)
 		"  --exit-after N    server: stop after N connections closed\n"
 		"  --duration SEC    stop after SEC seconds (default 600)\n"
 		"  --link-wait MS    wait for the port's link (default 10000)\n"
+		"  --linger MS       keep polling MS after the work (TIME-WAIT), then report what\n"
+		"                    is still held: connections and mbufs\n"
 		"  --no-hash         skip SHA-256 (for throughput figures; hashes print as empty)\n"
 		"  --verbose\n");
 }
@@ -342,6 +345,7 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 		{ "exit-after", required_argument, NULL, 'x' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "link-wait", required_argument, NULL, 'w' },
+		{ "linger", required_argument, NULL, 'L' },
 		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
 		{ "no-hash", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
@@ -369,6 +373,7 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 		case 'x': p->exit_after = (unsigned)atoi(optarg); break;
 		case 'd': o->duration = atof(optarg); break;
 		case 'w': o->link_wait_ms = (unsigned)atoi(optarg); break;
+		case 'L': o->linger_ms = (unsigned)atoi(optarg); break;
 		case 'v': p->verbose = true; break;
 		case 'H': p->no_hash = true; break;
 		default: usage(); return -1;
@@ -453,7 +458,8 @@ int main(int argc, char **argv)
 	struct opts o = { .duration = 600, .link_wait_ms = 10000 };
 	struct uiw_config cfg;
 	uint64_t start, end, done_at = 0;
-	bool ok;
+	unsigned mbufs_at_start;
+	bool ok, leaked = false;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (app_load_config(&cfg, &argc, argv) != 0 || parse_args(argc, argv, &client, &o) != 0)
@@ -479,6 +485,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "listen failed\n");
 		return 1;
 	}
+	mbufs_at_start = rte_mempool_in_use_count(a.port.pool) +
+			 (o.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
 	start = uiw_now_ns();
 	end = start + (uint64_t)(o.duration * 1e9);
 	if ((o.pair || o.connect_ip) &&
@@ -503,6 +511,22 @@ int main(int argc, char **argv)
 		if (o.listen_port && server.exit_after && server.closed >= server.exit_after)
 			break;
 	}
+	if (o.linger_ms > 0) {
+		uint64_t until = uiw_now_ns() + (uint64_t)o.linger_ms * UIW_NS_PER_MS;
+
+		while (!stop_requested && uiw_now_ns() < until) {
+			uiw_tcp_poll(a.tcp, uiw_now_ns());
+			if (o.pair)
+				uiw_tcp_poll(b.tcp, uiw_now_ns());
+		}
+		unsigned held_conns = uiw_tcp_conn_count(a.tcp) + (o.pair ? uiw_tcp_conn_count(b.tcp) : 0);
+		unsigned held_mbufs = rte_mempool_in_use_count(a.port.pool) +
+				      (o.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
+
+		printf("held after linger: %u connections, %u mbufs (%u at start)\n", held_conns,
+		       held_mbufs, mbufs_at_start);
+		leaked = held_conns != 0 || held_mbufs > mbufs_at_start;
+	}
 	print_rr(&client);
 	for (unsigned i = 0; i < client.npeers; i++)
 		if (!client.peers[i].closed && client.peers[i].c != NULL)
@@ -510,7 +534,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < server.npeers; i++)
 		if (!server.peers[i].closed)
 			uiw_tcp_conn_dump(server.peers[i].c, stdout);
-	ok = client.failed == 0 && server.failed == 0 && client.closed == client.npeers;
+	ok = client.failed == 0 && server.failed == 0 && client.closed == client.npeers && !leaked;
 	if (o.pair) {
 		bool match = pair_hashes_match(&client, &server);
 

@@ -1,0 +1,773 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * TCP, packetdrill style: inject a segment from the peer, expect exact segments back.
+ * Sequence arithmetic, option parsing (every truncation, zero and bad lengths), the
+ * handshakes with and without options, data, out-of-order data with SACK, RST and SYN
+ * handling (RFC 5961), retransmission, fast retransmit, records, close, bad segments.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "net_fixture.h"
+#include "tcp.h"
+#include "tcp_seq.h"
+#include "tcp_internal.h"
+
+#define MS 1000000ull
+#define T0 (1000ull * MS)
+#define PEER_PORT 40000
+#define OUR_PORT 5001
+
+static struct uiw_tcp *T;
+static uint64_t now_ns;
+
+/* What the callbacks saw. */
+static struct {
+	struct uiw_tcp_conn *accepted;
+	unsigned connected, peer_closed, closed;
+	int closed_err;
+	uint8_t data[65536];
+	uint32_t ndata;
+} ev;
+
+static int cb_accept(void *ctx, struct uiw_tcp_conn *c)
+{
+	(void)ctx;
+	ev.accepted = c;
+	return 0;
+}
+static void cb_connected(void *u, struct uiw_tcp_conn *c) { (void)u; (void)c; ev.connected++; }
+static void cb_recv(void *u, struct uiw_tcp_conn *c, struct rte_mbuf *m)
+{
+	(void)u;
+	(void)c;
+	ck_assert_uint_le(ev.ndata + m->pkt_len, sizeof(ev.data));
+	frame_bytes(m, ev.data + ev.ndata, sizeof(ev.data) - ev.ndata);
+	ev.ndata += m->pkt_len;
+	rte_pktmbuf_free(m);
+}
+static void cb_peer_closed(void *u, struct uiw_tcp_conn *c) { (void)u; (void)c; ev.peer_closed++; }
+static void cb_closed(void *u, struct uiw_tcp_conn *c, int err)
+{
+	(void)u;
+	(void)c;
+	ev.closed++;
+	ev.closed_err = err;
+}
+
+static const struct uiw_tcp_ops ops = {
+	.accept = cb_accept, .connected = cb_connected, .recv = cb_recv,
+	.peer_closed = cb_peer_closed, .closed = cb_closed,
+};
+
+static void setup(void)
+{
+	struct uiw_config cfg;
+	uint8_t f[64];
+	size_t len;
+
+	fx_setup(0);
+	uiw_config_defaults(&cfg);
+	cfg.ip = IP_US;
+	cfg.prefix_len = 24;
+	cfg.tcp_max_conns = 64;
+	cfg.tcp_time_wait_ms = 1000;
+	cfg.tcp_delack_us = 500;
+	ck_assert_int_eq(uiw_tcp_create(&T, &fx_net, &cfg), 0);
+	/* The peer is known: it asked for us. */
+	len = build_arp(f, MAC_BCAST, 1, MAC_PEER, IP_PEER, MAC_ZERO, IP_US);
+	fx_input(frame_copy(f, len), T0);
+	fake_port_clear(&fx_port);
+	memset(&ev, 0, sizeof(ev));
+	now_ns = T0;
+}
+
+static void teardown(void)
+{
+	uiw_tcp_destroy(T);
+	uiw_net_fini(&fx_net);
+	uiw_port_close(&fx_port.port);
+	fake_port_clear(&fx_port);
+}
+
+struct seg {
+	uint32_t seq, ack;
+	uint8_t flags;
+	uint16_t win;
+	const uint8_t *opts;
+	unsigned optlen;
+	const void *data;
+	uint32_t len;
+	uint16_t sport, dport;
+};
+
+/* Ethernet + IPv4 + TCP from the peer, checksums by the reference code. */
+static size_t build_seg(uint8_t *f, const struct seg *s)
+{
+	uint8_t *ip = f + 14, *th = ip + 20;
+	unsigned hlen = 20 + s->optlen;
+	uint8_t ph[12];
+	uint32_t sum = 0;
+	uint8_t tmp[4096];
+
+	memcpy(f, MAC_US, 6);
+	memcpy(f + 6, MAC_PEER, 6);
+	put16(f + 12, 0x0800);
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint16_t)(20 + hlen + s->len));
+	put16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = 6;
+	put32(ip + 12, IP_PEER);
+	put32(ip + 16, IP_US);
+	put16(ip + 10, ref_cksum(ip, 20));
+	put16(th, s->sport ? s->sport : PEER_PORT);
+	put16(th + 2, s->dport ? s->dport : OUR_PORT);
+	put32(th + 4, s->seq);
+	put32(th + 8, s->ack);
+	th[12] = (uint8_t)((hlen / 4) << 4);
+	th[13] = s->flags;
+	put16(th + 14, s->win ? s->win : 65535);
+	put16(th + 16, 0);
+	put16(th + 18, 0);
+	memcpy(th + 20, s->opts, s->optlen);
+	if (s->len)
+		memcpy(th + hlen, s->data, s->len);
+	/* Pseudo-header then the segment, summed by the reference code. */
+	memcpy(ph, ip + 12, 8);
+	ph[8] = 0;
+	ph[9] = 6;
+	put16(ph + 10, (uint16_t)(hlen + s->len));
+	memcpy(tmp, ph, 12);
+	memcpy(tmp + 12, th, hlen + s->len);
+	sum = ref_cksum(tmp, 12 + hlen + s->len);
+	put16(th + 16, (uint16_t)sum);
+	return 14 + 20 + hlen + s->len;
+}
+
+static void inject(const struct seg *s)
+{
+	uint8_t f[4200];
+	size_t len = build_seg(f, s);
+	struct rte_mbuf *m = frame_copy(f, len);
+
+	uiw_net_input(&fx_net, &m, 1, now_ns);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+}
+
+static void advance(uint64_t ns)
+{
+	uint64_t end = now_ns + ns;
+
+	while (now_ns < end) {
+		now_ns += 1 * MS;
+		uiw_tcp_run(T, now_ns);
+	}
+	uiw_port_flush(&fx_port.port);
+}
+
+struct out {
+	uint32_t seq, ack;
+	uint8_t flags;
+	uint16_t win;
+	uint8_t opts[40];
+	unsigned optlen;
+	uint32_t len;
+	uint8_t data[2048];
+};
+
+/* Parses sent frame @p i, checking its IPv4 and TCP checksums by the reference code. */
+static void sent(unsigned i, struct out *o)
+{
+	uint8_t f[2048], tmp[2100];
+	size_t len;
+	unsigned hlen, tcplen;
+
+	ck_assert_uint_lt(i, fx_port.nsent);
+	len = frame_bytes(fx_port.sent[i], f, sizeof(f));
+	ck_assert_uint_ge(len, 54);
+	ck_assert_uint_eq(get16(f + 12), 0x0800);
+	ck_assert_uint_eq(f[23], 6);
+	ck_assert_uint_eq(ref_cksum(f + 14, 20), 0);
+	ck_assert_mem_eq(f, MAC_PEER, 6);
+	tcplen = get16(f + 16) - 20;
+	memcpy(tmp, f + 26, 8);
+	tmp[8] = 0;
+	tmp[9] = 6;
+	put16(tmp + 10, (uint16_t)tcplen);
+	memcpy(tmp + 12, f + 34, tcplen);
+	ck_assert_uint_eq(ref_cksum(tmp, 12 + tcplen), 0);
+	hlen = (f[46] >> 4) * 4u;
+	o->seq = get32(f + 38);
+	o->ack = get32(f + 42);
+	o->flags = f[47];
+	o->win = get16(f + 48);
+	o->optlen = hlen - 20;
+	memcpy(o->opts, f + 54, o->optlen);
+	o->len = tcplen - hlen;
+	memcpy(o->data, f + 34 + hlen, o->len);
+}
+
+/* The option of @p kind in @p o, or NULL. */
+static const uint8_t *opt(const struct out *o, uint8_t kind)
+{
+	for (unsigned i = 0; i < o->optlen;) {
+		if (o->opts[i] == 0)
+			break;
+		if (o->opts[i] == 1) {
+			i++;
+			continue;
+		}
+		if (o->opts[i] == kind)
+			return &o->opts[i];
+		i += o->opts[i + 1];
+	}
+	return NULL;
+}
+
+static const uint8_t syn_opts[] = {
+	2, 4, 0x05, 0xb4,               /* MSS 1460 */
+	4, 2,                           /* SACK permitted */
+	8, 10, 0, 0, 0, 100, 0, 0, 0, 0, /* TS val 100 ecr 0 */
+	1, 3, 3, 7,                     /* NOP, WS 7 */
+};
+
+#define PEER_ISN 1000000u
+
+/* Listen, SYN with every option, SYN-ACK, ACK: an established passive connection. */
+static struct out establish_passive(const uint8_t *opts, unsigned optlen)
+{
+	struct out o;
+	uint8_t ts_ack[12] = { 1, 1, 8, 10, 0, 0, 0, 101 };
+
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	inject(&(struct seg){ .seq = PEER_ISN, .flags = UIW_TCP_SYN, .opts = opts, .optlen = optlen });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	if (optlen == sizeof(syn_opts) && opt(&o, 8) != NULL)
+		memcpy(ts_ack + 8, opt(&o, 8) + 2, 4);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = o.seq + 1, .flags = UIW_TCP_ACK,
+			      .opts = ts_ack, .optlen = (optlen == sizeof(syn_opts)) ? 12 : 0 });
+	ck_assert_ptr_nonnull(ev.accepted);
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_ESTABLISHED);
+	fake_port_clear(&fx_port);
+	return o;
+}
+
+START_TEST(sequence_arithmetic_wraps)
+{
+	ck_assert(seq_lt(0xfffffff0u, 0x10u));
+	ck_assert(seq_gt(0x10u, 0xfffffff0u));
+	ck_assert(seq_le(5, 5) && seq_ge(5, 5));
+	ck_assert(seq_lt(0x7fffffffu, 0x80000000u));
+	ck_assert(seq_in(0x2, 0xfffffffeu, 0x5));
+	ck_assert(!seq_in(0x5, 0xfffffffeu, 0x5));
+	ck_assert_uint_eq(seq_max(0xffffffffu, 1), 1);
+	ck_assert_uint_eq(seq_min(0xffffffffu, 1), 0xffffffffu);
+}
+END_TEST
+
+/* Every prefix of a valid option block either parses or is refused; none crashes or
+ * reads past its length (ASan: the block lives in an exact-size heap buffer). */
+START_TEST(options_truncated_at_every_byte)
+{
+	unsigned cut = (unsigned)_i;
+	uint8_t *p = malloc(cut ? cut : 1);
+	struct tcp_opts o;
+	int rc;
+
+	memcpy(p, syn_opts, cut);
+	rc = tcp_opts_parse(p, cut, true, &o);
+	/* Cuts at an option boundary parse; cuts inside an option are refused. */
+	if (cut == 0 || cut == 4 || cut == 6 || cut == 16 || cut == 17 || cut == 20)
+		ck_assert_int_eq(rc, 0);
+	else
+		ck_assert_int_eq(rc, -EINVAL);
+	free(p);
+}
+END_TEST
+
+START_TEST(options_parsed)
+{
+	struct tcp_opts o;
+	static const uint8_t sack[] = { 1, 1, 5, 18, 0, 0, 0, 10, 0, 0, 0, 20, 0, 0, 0, 30, 0, 0, 0, 40 };
+	static const uint8_t big_ws[] = { 3, 3, 200, 0 };
+	static const uint8_t unknown[] = { 30, 4, 1, 2, 2, 4, 1, 0 };
+
+	ck_assert_int_eq(tcp_opts_parse(syn_opts, sizeof(syn_opts), true, &o), 0);
+	ck_assert(o.has_mss && o.mss == 1460 && o.sack_ok && o.has_ts && o.tsval == 100 && o.has_ws);
+	ck_assert_uint_eq(o.ws, 7);
+	/* On a non-SYN, SYN-only options are ignored. */
+	ck_assert_int_eq(tcp_opts_parse(syn_opts, sizeof(syn_opts), false, &o), 0);
+	ck_assert(!o.has_mss && !o.sack_ok && !o.has_ws && o.has_ts);
+	ck_assert_int_eq(tcp_opts_parse(sack, sizeof(sack), false, &o), 0);
+	ck_assert_uint_eq(o.nsack, 2);
+	ck_assert_uint_eq(o.sack[1][0], 30);
+	ck_assert_uint_eq(o.sack[1][1], 40);
+	/* RFC 7323 §2.3: a shift above 14 is used as 14. */
+	ck_assert_int_eq(tcp_opts_parse(big_ws, sizeof(big_ws), true, &o), 0);
+	ck_assert_uint_eq(o.ws, 14);
+	/* Unknown kinds are skipped by their length. */
+	ck_assert_int_eq(tcp_opts_parse(unknown, sizeof(unknown), true, &o), 0);
+	ck_assert_uint_eq(o.mss, 0x100);
+}
+END_TEST
+
+START_TEST(options_bad_lengths_refused)
+{
+	static const uint8_t zero[] = { 30, 0, 0, 0 };
+	static const uint8_t one[] = { 30, 1, 0, 0 };
+	static const uint8_t past[] = { 30, 9, 0, 0 };
+	static const uint8_t mss3[] = { 2, 3, 5, 1 };
+	static const uint8_t ts8[] = { 8, 8, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t sack7[] = { 5, 7, 0, 0, 0, 0, 0, 1 };
+	struct tcp_opts o;
+
+	ck_assert_int_eq(tcp_opts_parse(zero, sizeof(zero), true, &o), -EINVAL);
+	ck_assert_int_eq(tcp_opts_parse(one, sizeof(one), true, &o), -EINVAL);
+	ck_assert_int_eq(tcp_opts_parse(past, sizeof(past), true, &o), -EINVAL);
+	ck_assert_int_eq(tcp_opts_parse(mss3, sizeof(mss3), true, &o), -EINVAL);
+	ck_assert_int_eq(tcp_opts_parse(ts8, sizeof(ts8), false, &o), -EINVAL);
+	ck_assert_int_eq(tcp_opts_parse(sack7, sizeof(sack7), false, &o), -EINVAL);
+}
+END_TEST
+
+START_TEST(passive_open_with_all_options)
+{
+	struct out o;
+	const uint8_t *p;
+
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	inject(&(struct seg){ .seq = PEER_ISN, .flags = UIW_TCP_SYN, .opts = syn_opts,
+			      .optlen = sizeof(syn_opts) });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	ck_assert_uint_eq(o.len, 0);
+	p = opt(&o, 2);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(get16(p + 2), 1460);
+	ck_assert_ptr_nonnull(opt(&o, 4));
+	p = opt(&o, 8);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(get32(p + 6), 100); /* TSecr echoes the peer's TSval */
+	p = opt(&o, 3);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_gt(p[2], 0); /* 4 MiB of window needs a shift */
+	ck_assert_uint_eq(o.optlen % 4, 0);
+}
+END_TEST
+
+START_TEST(passive_open_without_options_uses_defaults)
+{
+	struct out o;
+
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	inject(&(struct seg){ .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(0, &o);
+	/* The peer offered nothing: we answer with MSS only (RFC 7323 §2.2, RFC 2018 §2). */
+	ck_assert_ptr_nonnull(opt(&o, 2));
+	ck_assert_ptr_null(opt(&o, 3));
+	ck_assert_ptr_null(opt(&o, 4));
+	ck_assert_ptr_null(opt(&o, 8));
+	ck_assert_uint_eq(o.win, 65535); /* unscaled, capped */
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = o.seq + 1, .flags = UIW_TCP_ACK });
+	ck_assert_ptr_nonnull(ev.accepted);
+	/* RFC 9293 §3.7.1: no MSS option means 536. */
+	ck_assert_uint_eq(uiw_tcp_mss(ev.accepted), 536);
+}
+END_TEST
+
+START_TEST(in_order_data_delivered_and_acked_every_second_segment)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	uint8_t d[1000];
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)i;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 500 });
+	ck_assert_uint_eq(ev.ndata, 500);
+	ck_assert_uint_eq(fx_port.nsent, 0); /* delayed */
+	inject(&(struct seg){ .seq = PEER_ISN + 501, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d + 500, .len = 500 });
+	ck_assert_uint_eq(ev.ndata, 1000);
+	ck_assert_mem_eq(ev.data, d, 1000);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1001);
+	ck_assert_uint_eq(o.flags, UIW_TCP_ACK);
+}
+END_TEST
+
+START_TEST(delayed_ack_sent_by_timer)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	uint8_t d[10] = { 0 };
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 10 });
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	advance(2 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 11);
+}
+END_TEST
+
+START_TEST(out_of_order_data_sacked_then_filled)
+{
+	uint8_t opts[] = { 4, 2, 1, 1 }; /* SACK permitted */
+	struct out syn = establish_passive(opts, sizeof(opts)), o;
+	uint8_t d[300];
+	const uint8_t *p;
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 3);
+	inject(&(struct seg){ .seq = PEER_ISN + 101, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d + 100, .len = 200 });
+	ck_assert_uint_eq(ev.ndata, 0);
+	ck_assert_uint_eq(fx_port.nsent, 1); /* immediate duplicate ACK */
+	sent(0, &o);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	p = opt(&o, 5);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(p[1], 10);
+	ck_assert_uint_eq(get32(p + 2), PEER_ISN + 101);
+	ck_assert_uint_eq(get32(p + 6), PEER_ISN + 301);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 100 });
+	ck_assert_uint_eq(ev.ndata, 300);
+	ck_assert_mem_eq(ev.data, d, 300);
+	ck_assert_uint_eq(fx_port.nsent, 2); /* hole filled: ACK at once */
+	sent(1, &o);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 301);
+	ck_assert_ptr_null(opt(&o, 5));
+}
+END_TEST
+
+START_TEST(overlapping_retransmission_delivers_only_new_bytes)
+{
+	struct out syn = establish_passive(NULL, 0);
+	uint8_t d[200];
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i + 7);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 120 });
+	inject(&(struct seg){ .seq = PEER_ISN + 51, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d + 50, .len = 150 });
+	ck_assert_uint_eq(ev.ndata, 200);
+	ck_assert_mem_eq(ev.data, d, 200);
+}
+END_TEST
+
+START_TEST(rst_in_window_gets_challenge_ack)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+
+	/* RFC 5961 §3.2: in the window but not exactly RCV.NXT. */
+	inject(&(struct seg){ .seq = PEER_ISN + 100, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(ev.closed, 0);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_ACK);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	ck_assert_uint_eq(o.seq, syn.seq + 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_challenge_ack], 1);
+	/* Exactly RCV.NXT: the connection is reset. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(ev.closed, 1);
+	ck_assert_int_eq(ev.closed_err, -ECONNRESET);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+}
+END_TEST
+
+START_TEST(rst_outside_window_ignored)
+{
+	establish_passive(NULL, 0);
+	inject(&(struct seg){ .seq = PEER_ISN - 100000, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(ev.closed, 0);
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_drop_rst_invalid], 1);
+}
+END_TEST
+
+START_TEST(syn_on_established_gets_challenge_ack)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_ACK);
+	ck_assert_uint_eq(o.seq, syn.seq + 1);
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_ESTABLISHED);
+}
+END_TEST
+
+START_TEST(closed_port_answers_rst)
+{
+	struct out o;
+
+	/* RFC 9293 §3.10.7.1: no ACK: <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. */
+	inject(&(struct seg){ .seq = 777, .flags = UIW_TCP_SYN, .dport = 9 });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_RST | UIW_TCP_ACK);
+	ck_assert_uint_eq(o.seq, 0);
+	ck_assert_uint_eq(o.ack, 778);
+	/* With ACK: <SEQ=SEG.ACK><CTL=RST>. */
+	inject(&(struct seg){ .seq = 777, .ack = 4242, .flags = UIW_TCP_ACK, .dport = 9 });
+	sent(1, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_RST);
+	ck_assert_uint_eq(o.seq, 4242);
+	/* A RST is never answered. */
+	inject(&(struct seg){ .seq = 777, .flags = UIW_TCP_RST, .dport = 9 });
+	ck_assert_uint_eq(fx_port.nsent, 2);
+}
+END_TEST
+
+START_TEST(active_open_then_data_and_retransmission)
+{
+	struct uiw_tcp_conn *c;
+	struct out syn, o, r;
+	struct rte_mbuf *m;
+
+	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 80, &ops, NULL, now_ns, &c), 0);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &syn);
+	ck_assert_uint_eq(syn.flags, UIW_TCP_SYN);
+	ck_assert_ptr_nonnull(opt(&syn, 2));
+	ck_assert_ptr_nonnull(opt(&syn, 4));
+	ck_assert_ptr_nonnull(opt(&syn, 8));
+	ck_assert_ptr_nonnull(opt(&syn, 3));
+	inject(&(struct seg){ .sport = 80, .dport = c->lport, .seq = PEER_ISN, .ack = syn.seq + 1,
+			      .flags = UIW_TCP_SYN | UIW_TCP_ACK });
+	ck_assert_uint_eq(ev.connected, 1);
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	sent(1, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_ACK);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	/* The peer offered no options: none are used (RFC 7323 §2.2, §3.2). */
+	ck_assert_uint_eq(o.optlen, 0);
+	fake_port_clear(&fx_port);
+	m = frame_copy("hello, world", 12);
+	ck_assert_int_eq(uiw_tcp_send(c, m, 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.len, 12);
+	ck_assert_mem_eq(o.data, "hello, world", 12);
+	/* No ACK: after the RTO (1 s before any RTT sample), the same bytes again. */
+	advance(900 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	advance(200 * MS);
+	ck_assert_uint_ge(fx_port.nsent, 2);
+	sent(fx_port.nsent - 1, &r);
+	ck_assert_uint_eq(r.seq, o.seq);
+	ck_assert_uint_eq(r.len, 12);
+	ck_assert_uint_ge(uiw_tcp_counters(T)[UIW_TCP_C_retransmits], 1);
+}
+END_TEST
+
+START_TEST(active_open_refused_by_rst)
+{
+	struct uiw_tcp_conn *c;
+	struct out syn;
+
+	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 81, &ops, NULL, now_ns, &c), 0);
+	uiw_port_flush(&fx_port.port);
+	sent(0, &syn);
+	inject(&(struct seg){ .sport = 81, .dport = c->lport, .seq = 0, .ack = syn.seq + 1,
+			      .flags = UIW_TCP_RST | UIW_TCP_ACK });
+	ck_assert_uint_eq(ev.closed, 1);
+	ck_assert_int_eq(ev.closed_err, -ECONNREFUSED);
+}
+END_TEST
+
+START_TEST(syn_retried_with_backoff_then_timeout)
+{
+	struct uiw_tcp_conn *c;
+
+	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 82, &ops, NULL, now_ns, &c), 0);
+	uiw_port_flush(&fx_port.port);
+	/* 1 s, then 2, 4, 8, 16, 32 (six retries), then give up after 64 more. */
+	advance(1100 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	advance(2000 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 3);
+	advance(200000 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 7);
+	ck_assert_uint_eq(ev.closed, 1);
+	ck_assert_int_eq(ev.closed_err, -ETIMEDOUT);
+}
+END_TEST
+
+START_TEST(records_never_share_a_segment)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	char a[100], b[100];
+
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	fake_port_clear(&fx_port);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(a, 100), UIW_TCP_SEND_RECORD), 0);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(b, 100), UIW_TCP_SEND_RECORD), 0);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(a, 50), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	sent(0, &o);
+	ck_assert_uint_eq(o.len, 100);
+	ck_assert_mem_eq(o.data, a, 100);
+	sent(1, &o);
+	ck_assert_uint_eq(o.len, 150); /* the unflagged send joins the record before it */
+	ck_assert_mem_eq(o.data, b, 100);
+}
+END_TEST
+
+START_TEST(fast_retransmit_on_three_duplicate_acks)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	char d[536 * 6];
+	uint32_t una = syn.seq + 1;
+
+	memset(d, 'x', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK });
+	fake_port_clear(&fx_port);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, 536), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 6);
+	fake_port_clear(&fx_port);
+	for (int i = 0; i < 3; i++)
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK });
+	ck_assert_uint_ge(fx_port.nsent, 1);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_eq(o.seq, una);
+	ck_assert_uint_eq(o.len, 536);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_fast_retransmits], 1);
+}
+END_TEST
+
+START_TEST(orderly_close_both_ways)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+
+	uiw_tcp_close(ev.accepted);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_FIN | UIW_TCP_ACK);
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_1);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 2, .flags = UIW_TCP_ACK });
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_2);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 2, .flags = UIW_TCP_FIN | UIW_TCP_ACK });
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_TIME_WAIT);
+	ck_assert_uint_eq(ev.closed, 1);
+	ck_assert_int_eq(ev.closed_err, 0);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 2);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 1);
+	advance(1100 * MS); /* tcp_time_wait_ms = 1000 */
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+}
+END_TEST
+
+START_TEST(truncated_segment_dropped_and_counted)
+{
+	uint8_t f[200];
+	size_t len = build_seg(f, &(struct seg){ .seq = 5, .flags = UIW_TCP_SYN, .opts = syn_opts,
+						 .optlen = sizeof(syn_opts) });
+	size_t cut = (size_t)_i;
+	struct rte_mbuf *m;
+	const uint64_t *tc = uiw_tcp_counters(T);
+	uint64_t drops_before = tc[UIW_TCP_C_drop_short] + tc[UIW_TCP_C_drop_doff];
+
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	/* Keep the IPv4 header consistent with the cut, so the TCP layer sees it. */
+	put16(f + 16, (uint16_t)(cut - 14));
+	put16(f + 24, 0);
+	put16(f + 24, ref_cksum(f + 14, 20));
+	m = frame_exact(f, cut);
+	uiw_net_input(&fx_net, &m, 1, now_ns);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	ck_assert_uint_lt(cut, len);
+	ck_assert_uint_eq(tc[UIW_TCP_C_drop_short] + tc[UIW_TCP_C_drop_doff] +
+				  tc[UIW_TCP_C_drop_cksum], drops_before + 1);
+}
+END_TEST
+
+START_TEST(bad_checksum_dropped)
+{
+	uint8_t f[200];
+	size_t len = build_seg(f, &(struct seg){ .seq = 5, .flags = UIW_TCP_SYN });
+
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	f[len - 1] ^= 0x40;
+	fx_input(frame_copy(f, len), now_ns);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_drop_cksum], 1);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+}
+END_TEST
+
+START_TEST(backlog_bounds_half_open_connections)
+{
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 2, &ops, NULL), 0);
+	for (uint16_t p = 1; p <= 5; p++)
+		inject(&(struct seg){ .sport = (uint16_t)(PEER_PORT + p), .seq = 9, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 2);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_drop_backlog], 3);
+}
+END_TEST
+
+static Suite *tcp_suite(void)
+{
+	Suite *s = suite_create("tcp");
+	TCase *tc = tcase_with_leak_check("tcp", setup, teardown);
+
+	tcase_add_test(tc, sequence_arithmetic_wraps);
+	tcase_add_loop_test(tc, options_truncated_at_every_byte, 0, (int)sizeof(syn_opts) + 1);
+	tcase_add_test(tc, options_parsed);
+	tcase_add_test(tc, options_bad_lengths_refused);
+	tcase_add_test(tc, passive_open_with_all_options);
+	tcase_add_test(tc, passive_open_without_options_uses_defaults);
+	tcase_add_test(tc, in_order_data_delivered_and_acked_every_second_segment);
+	tcase_add_test(tc, delayed_ack_sent_by_timer);
+	tcase_add_test(tc, out_of_order_data_sacked_then_filled);
+	tcase_add_test(tc, overlapping_retransmission_delivers_only_new_bytes);
+	tcase_add_test(tc, rst_in_window_gets_challenge_ack);
+	tcase_add_test(tc, rst_outside_window_ignored);
+	tcase_add_test(tc, syn_on_established_gets_challenge_ack);
+	tcase_add_test(tc, closed_port_answers_rst);
+	tcase_add_test(tc, active_open_then_data_and_retransmission);
+	tcase_add_test(tc, active_open_refused_by_rst);
+	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
+	tcase_add_test(tc, records_never_share_a_segment);
+	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
+	tcase_add_test(tc, orderly_close_both_ways);
+	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
+	tcase_add_test(tc, bad_checksum_dropped);
+	tcase_add_test(tc, backlog_bounds_half_open_connections);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(tcp_suite());
+}
