@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs a libFuzzer harness for a bounded time, seeded with the replay test's frames.
 
-usage: run_fuzz.py FUZZER SECONDS
+usage: run_fuzz.py FUZZER SECONDS [tcp]
+With "tcp" the seeds are conversations for fuzz_tcp (handshake, data, close).
 """
 import os
 import shutil
@@ -14,10 +15,32 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from pcapio import read_pcap  # noqa: E402
 
 
+def rec(flags, seq, ack, opts=b"", payload=b"", win=0xFFFF, advance=0):
+    return bytes([flags, seq >> 8, seq & 0xFF, ack >> 8, ack & 0xFF, win >> 8, win & 0xFF,
+                  len(opts), len(payload), advance]) + opts + payload
+
+
+def write_tcp_seeds(corpus):
+    syn_opts = bytes([2, 4, 5, 0xB4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7])
+    seeds = {
+        "passive": b"\0" + rec(0x02, 0, 0, syn_opts) + rec(0x10, 0, 1) +
+                   rec(0x18, 0, 1, payload=b"x" * 100) + rec(0x11, 100, 1, advance=5),
+        "ooo": b"\0" + rec(0x02, 0, 0, bytes([4, 2, 1, 1])) + rec(0x10, 0, 1) +
+               rec(0x10, 200, 1, payload=b"y" * 50) + rec(0x10, 0, 1, payload=b"z" * 200),
+        "active": b"\1" + rec(0x12, 0xFFFF, 1, syn_opts) + rec(0x10, 0, 1, payload=b"q" * 10) +
+                  rec(0x04, 0, 1, advance=100),
+        "rst": b"\0" + rec(0x02, 0, 0) + rec(0x10, 0, 1) + rec(0x04, 50, 0) + rec(0x02, 5, 0),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(corpus, name), "wb") as f:
+            f.write(data)
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     fuzzer, seconds = sys.argv[1], int(sys.argv[2])
+    tcp = len(sys.argv) > 3 and sys.argv[3] == "tcp"
     tmp = tempfile.mkdtemp(prefix="uiw-fuzz-")
     try:
         inp, exp = os.path.join(tmp, "in.pcap"), os.path.join(tmp, "exp.pcap")
@@ -25,7 +48,9 @@ def main():
                        check=True)
         corpus = os.path.join(tmp, "corpus")
         os.mkdir(corpus)
-        for i, frame in enumerate(read_pcap(inp) + read_pcap(exp)):
+        if tcp:
+            write_tcp_seeds(corpus)
+        for i, frame in enumerate([] if tcp else read_pcap(inp) + read_pcap(exp)):
             with open(os.path.join(corpus, f"seed{i:03d}"), "wb") as f:
                 f.write(b"\0\0" + frame)                    # one segment
             with open(os.path.join(corpus, f"seed{i:03d}s"), "wb") as f:
