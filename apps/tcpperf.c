@@ -562,5 +562,9 @@ int main(int argc, char **argv)
 	}
 	app_instance_close(&a);
 	rte_eal_cleanup();
+	free(client.peers);
+	free(client.rtt_ns);
+	free(server.peers);
+	free(server.rtt_ns);
 	return ok ? 0 : 1;
 }
