@@ -131,7 +131,8 @@ static size_t build_seg(uint8_t *f, const struct seg *s)
 	put16(th + 14, s->win ? s->win : 65535);
 	put16(th + 16, 0);
 	put16(th + 18, 0);
-	memcpy(th + 20, s->opts, s->optlen);
+	if (s->optlen)
+		memcpy(th + 20, s->opts, s->optlen);
 	if (s->len)
 		memcpy(th + hlen, s->data, s->len);
 	/* Pseudo-header then the segment, summed by the reference code. */
