@@ -99,6 +99,7 @@ struct seg {
 	const void *data;
 	uint32_t len;
 	uint16_t sport, dport;
+	bool win0;       /* advertise a zero window */
 };
 
 /* Ethernet + IPv4 + TCP from the peer, checksums by the reference code. */
@@ -128,7 +129,7 @@ static size_t build_seg(uint8_t *f, const struct seg *s)
 	put32(th + 8, s->ack);
 	th[12] = (uint8_t)((hlen / 4) << 4);
 	th[13] = s->flags;
-	put16(th + 14, s->win ? s->win : 65535);
+	put16(th + 14, s->win0 ? 0 : s->win ? s->win : 65535);
 	put16(th + 16, 0);
 	put16(th + 18, 0);
 	if (s->optlen)
@@ -736,6 +737,51 @@ START_TEST(backlog_bounds_half_open_connections)
 }
 END_TEST
 
+START_TEST(zero_window_probed_then_reopened)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	char d[300];
+	uint32_t una = syn.seq + 1;
+
+	memset(d, 'z', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win0 = true });
+	fake_port_clear(&fx_port);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 0); /* the window is closed */
+	advance(1100 * MS);                   /* persist timer: one RTO */
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.seq, una);
+	ck_assert_uint_eq(o.len, 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_persist_probes], 1);
+	/* The window opens (the probe byte accepted): the rest goes out. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	sent(1, &o);
+	ck_assert_uint_eq(o.seq, una + 1);
+	ck_assert_uint_eq(o.len, 299);
+}
+END_TEST
+
+START_TEST(simultaneous_close_goes_through_closing)
+{
+	struct out syn = establish_passive(NULL, 0);
+
+	uiw_tcp_close(ev.accepted);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	/* The peer's FIN crosses ours: it has not seen our FIN yet. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_FIN | UIW_TCP_ACK });
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_CLOSING);
+	ck_assert_uint_eq(ev.peer_closed, 1);
+	inject(&(struct seg){ .seq = PEER_ISN + 2, .ack = syn.seq + 2, .flags = UIW_TCP_ACK });
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_TIME_WAIT);
+	ck_assert_uint_eq(ev.closed, 1);
+}
+END_TEST
+
 static Suite *tcp_suite(void)
 {
 	Suite *s = suite_create("tcp");
@@ -761,6 +807,8 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, orderly_close_both_ways);
+	tcase_add_test(tc, zero_window_probed_then_reopened);
+	tcase_add_test(tc, simultaneous_close_goes_through_closing);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
 	tcase_add_test(tc, bad_checksum_dropped);
 	tcase_add_test(tc, backlog_bounds_half_open_connections);
