@@ -97,6 +97,13 @@ static struct rte_mbuf *make_data(struct peer *pe, uint32_t len)
 		return NULL;
 	len = RTE_MIN(len, (uint32_t)rte_pktmbuf_tailroom(m));
 	d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)len);
+	if (pe->p->no_hash) {
+		/* Throughput runs: the application's cost is one copy, not a generator. */
+		static uint8_t pattern[RTE_MBUF_DEFAULT_DATAROOM];
+
+		memcpy(d, pattern, len);
+		return m;
+	}
 	for (uint32_t i = 0; i < len; i += 8) {
 		uint64_t r = xorshift(&pe->rng);
 

@@ -107,6 +107,52 @@ static uint32_t sndq_copy(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max, st
 	return done;
 }
 
+#define TCP_MAX_TX_SEGS 8 /* mbufs one segment may chain */
+
+/*
+ * As sndq_copy(), but the payload is not copied: each piece is an indirect mbuf on the
+ * queued data, chained after the header (for PMDs that take multi-segment frames). The
+ * queued mbuf stays alive until both the queue and the PMD are done with it.
+ * @return bytes attached.
+ */
+static uint32_t sndq_attach(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max, struct rte_mbuf *seg)
+{
+	uint64_t record = c->tcp->record_flag;
+	uint32_t mseq, done = 0;
+	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
+
+	while (m != NULL && done < max && seg->nb_segs < TCP_MAX_TX_SEGS) {
+		uint32_t off = seq + done - mseq;
+		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
+		struct rte_mbuf *mi;
+
+		if (done > 0 && off == 0 && (m->ol_flags & record))
+			break;
+		mi = rte_pktmbuf_alloc(c->tcp->port->pool);
+		if (mi == NULL)
+			break;
+		rte_pktmbuf_attach(mi, m);
+		mi->data_off = (uint16_t)(m->data_off + off);
+		mi->data_len = (uint16_t)n;
+		mi->pkt_len = n;
+		mi->ol_flags &= ~record;
+		if (rte_pktmbuf_chain(seg, mi) != 0) {
+			rte_pktmbuf_free(mi);
+			break;
+		}
+		done += n;
+		if (off + n == m->data_len) {
+			mseq += m->data_len;
+			m = m->next;
+		}
+	}
+	if (m != NULL) {
+		c->sq.cur = m;
+		c->sq.cur_seq = mseq;
+	}
+	return done;
+}
+
 /* RFC 9293 §3.8.6.2.2: the right edge never moves left; SWS avoided by the scale. */
 static uint16_t adv_window(struct uiw_tcp_conn *c)
 {
@@ -145,7 +191,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 		m->l4_len = uiw_tcp_hdr_len(th);
 		return;
 	}
-	sum += uiw_inet_sum(th, tcp_len);
+	sum += uiw_inet_sum_mbuf(m, 0, tcp_len);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	th->cksum = uiw_inet_cksum_of((uint16_t)sum);
@@ -179,7 +225,9 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	memcpy(th + 1, opts, optlen);
 	max = t->port->mtu - UIW_IPV4_HDR_LEN - hlen;
-	if (len > 0)
+	if (len > 0 && (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		n = sndq_attach(c, seq, u32_min(len, max), m);
+	else if (len > 0)
 		n = sndq_copy(c, seq, u32_min(len, max), m);
 	if (n < len)
 		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */

@@ -16,6 +16,7 @@
 
 #include "uiw_fault.h"
 #include "uiw_log.h"
+#include "uiw_time.h"
 
 #define UIW_PORT_DESC_(name, help) { #name, help },
 const struct uiw_counter_desc uiw_port_counter_desc[UIW_PORT_C__COUNT] = {
@@ -193,6 +194,7 @@ int uiw_eal_init(const struct uiw_config *cfg, const char *prog)
 		UIW_ERR("EAL init failed: %s", rte_strerror(rte_errno));
 		return -1;
 	}
+	uiw_time_init();
 	return 0;
 }
 
