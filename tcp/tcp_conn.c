@@ -79,6 +79,9 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 		t->isn_key[0] = uiw_now_ns() ^ (uintptr_t)t;
 	t->next_port = (uint16_t)(TCP_EPHEMERAL_LO + t->isn_key[1] % (TCP_EPHEMERAL_HI - TCP_EPHEMERAL_LO));
 	t->epoch = uiw_now_ns();
+	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
+	 * ACKs that would free them could not come in. */
+	t->sq_mbufs_max = t->port->pool != NULL ? t->port->pool->size * 3 / 4 : UINT32_MAX;
 	bit = rte_mbuf_dynflag_register(&record_flag);
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;
 	net->tcp_input = tcp_input;
@@ -180,7 +183,7 @@ void tcp_conn_free(struct uiw_tcp_conn *c)
 	if (c->flags & TF_PENDING)
 		pending_remove(c);
 	tcp_timer_remove(c);
-	tcp_sndq_clear(&c->sq);
+	tcp_sndq_clear(c);
 	tcp_reass_clear(c);
 	if ((c->flags & TF_PASSIVE) && c->listener != NULL && c->listener->pending > 0)
 		c->listener->pending--;
@@ -338,6 +341,8 @@ uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c)
 {
 	uint32_t limit = c->tcp->snd_buf;
 
+	if (c->tcp->sq_mbufs >= c->tcp->sq_mbufs_max)
+		return 0;
 	return c->sq.bytes >= limit ? 0 : limit - c->sq.bytes;
 }
 
@@ -357,7 +362,8 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 		rte_pktmbuf_free(m);
 		return -ENOTCONN;
 	}
-	if (m->pkt_len > uiw_tcp_send_space(c)) {
+	if (m->pkt_len > uiw_tcp_send_space(c) ||
+	    c->tcp->sq_mbufs + m->nb_segs > c->tcp->sq_mbufs_max) {
 		rte_pktmbuf_free(m);
 		return -ENOBUFS;
 	}
@@ -365,6 +371,7 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 		rte_pktmbuf_free(m);
 		return 0;
 	}
+	c->tcp->sq_mbufs += m->nb_segs;
 	/* The queue is a list of single segments; a record start is marked on its first. */
 	for (last = m; last->next != NULL; last = last->next)
 		last->nb_segs = 1;

@@ -161,6 +161,8 @@ struct uiw_tcp {
 	uint64_t challenge_window;         /* RFC 5961 §7 rate limit, 1 s windows */
 	unsigned challenge_count;
 	uint64_t record_flag;              /* mbuf dynflag marking a record start (0: none) */
+	unsigned sq_mbufs;                 /* mbufs held by all send queues */
+	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
 	/* Configuration. */
 	uint32_t rcv_buf, snd_buf;
 	uint64_t delack_ns, time_wait_ns;
@@ -209,7 +211,7 @@ void tcp_send_rst(struct uiw_tcp_conn *c);
 void tcp_mark_pending(struct uiw_tcp_conn *c);
 uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c);
 void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
-void tcp_sndq_clear(struct tcp_sndq *q);
+void tcp_sndq_clear(struct uiw_tcp_conn *c);
 
 /* tcp_timer.c */
 void tcp_timer_arm(struct uiw_tcp_conn *c);

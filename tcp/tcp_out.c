@@ -14,8 +14,9 @@ void tcp_mark_pending(struct uiw_tcp_conn *c)
 	c->tcp->pending = c;
 }
 
-void tcp_sndq_clear(struct tcp_sndq *q)
+void tcp_sndq_clear(struct uiw_tcp_conn *c)
 {
+	struct tcp_sndq *q = &c->sq;
 	struct rte_mbuf *m = q->head;
 
 	while (m != NULL) {
@@ -23,6 +24,7 @@ void tcp_sndq_clear(struct tcp_sndq *q)
 
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
+		c->tcp->sq_mbufs--;
 		m = next;
 	}
 	memset(q, 0, sizeof(*q));
@@ -46,6 +48,7 @@ void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 			q->cur = NULL;
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
+		c->tcp->sq_mbufs--;
 	}
 	q->head_off = acked;
 	if (q->head == NULL) {
@@ -395,6 +398,11 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 		len = u32_min(u32_min((uint32_t)c->mss, room), end - c->snd_nxt);
 		n = tcp_send_segment(c, c->snd_nxt, len,
 				     (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0);
+		if (n == -ENOMEM && c->t_rexmt == 0) {
+			/* No mbuf now and nothing in flight to bring an ACK: try again soon. */
+			c->t_rexmt = c->tcp->now + UIW_NS_PER_MS;
+			tcp_timer_arm(c);
+		}
 		if (n <= 0)
 			break;
 		tcp_sent_data(c, c->snd_nxt, (uint32_t)n);

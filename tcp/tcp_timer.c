@@ -187,8 +187,10 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 		rexmt_handshake(c);
 		return;
 	}
-	if (c->snd_una == c->snd_max)
+	if (c->snd_una == c->snd_max) {
+		tcp_output(c); /* nothing in flight: a send that lacked an mbuf, retried */
 		return;
+	}
 	if (c->backoff >= t->retries) {
 		tcp_count(t, UIW_TCP_C_conn_timeout);
 		tcp_conn_drop(c, -ETIMEDOUT);

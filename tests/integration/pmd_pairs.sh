@@ -2,11 +2,14 @@
 # Port bring-up on the PMDs that link processes on this machine, each with ARP and ping
 # across it: two uiwarp processes over memif, two over vhost-user/virtio-user, and Linux
 # pinging uiwarp over a tap device (inside a network namespace this test creates).
+# Then a SHA-256-checked TCP stream between two processes over vhost-user, where the
+# virtio side hands TCP checksums to the PMD and the vhost side receives them unfilled.
 # The tap part is skipped without root; the rest needs nothing but this machine.
 #
-# usage: pmd_pairs.sh UIWARP_HOST_BINARY
+# usage: pmd_pairs.sh UIWARP_HOST_BINARY UIWARP_TCPPERF_BINARY
 set -u
-host=${1:?usage: pmd_pairs.sh UIWARP_HOST_BINARY}
+host=${1:?usage: pmd_pairs.sh UIWARP_HOST_BINARY UIWARP_TCPPERF_BINARY}
+tcpperf=${2:?usage: pmd_pairs.sh UIWARP_HOST_BINARY UIWARP_TCPPERF_BINARY}
 tmp=$(mktemp -d /tmp/uiw-pmd.XXXXXX)
 ns="uiw-tap-$$"
 pids=()
@@ -51,6 +54,25 @@ pair memif "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" \
 	"net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no"
 pair vhost-virtio "net_vhost0,iface=$tmp/vhost.sock,queues=1" \
 	"net_virtio_user0,path=$tmp/vhost.sock,queues=1"
+
+"$tcpperf" --set "port=net_vhost0,iface=$tmp/tcp.sock,queues=1; ip=10.66.1.1/24; lcores=1; $common" \
+	--listen 5001 --recv --exit-after 1 --duration 60 >"$tmp/tcp-server.log" 2>&1 &
+tspid=$!
+pids+=("$tspid")
+sleep 0.5
+"$tcpperf" --set "port=net_virtio_user0,path=$tmp/tcp.sock,queues=1; ip=10.66.1.2/24; lcores=0; $common" \
+	--connect 10.66.1.1:5001 --send 50000000 --duration 60 >"$tmp/tcp-client.log" 2>&1
+wait "$tspid"
+sent=$(sed -n 's/^conn 0: sent \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/tcp-client.log")
+got=$(sed -n 's/^conn 0: received \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/tcp-server.log")
+if [ -n "$sent" ] && [ "$sent" = "$got" ]; then
+	echo "ok: TCP over vhost-user: 50 MB, SHA-256 equal at both ends"
+	passed=$((passed + 1))
+else
+	echo "FAIL: TCP over vhost-user"
+	cat "$tmp/tcp-client.log" "$tmp/tcp-server.log"
+	failed=$((failed + 1))
+fi
 
 if [ "$(id -u)" -eq 0 ] && ip netns add "$ns" 2>/dev/null; then
 	ip netns exec "$ns" "$host" --set "port=net_tap0,iface=uiwtap0; ip=10.67.0.2/24; $common" \
