@@ -58,6 +58,10 @@ static inline bool uiw_net_is_bcast(const struct uiw_net *net, uint32_t ip)
 /** Shortens a frame (or chain) to @p len bytes, freeing segments no longer needed. */
 void uiw_mbuf_trim_to(struct rte_mbuf *m, uint32_t len);
 
+/** Removes the first @p n bytes of a frame (or chain), freeing emptied segments.
+ *  @return the new first segment. */
+struct rte_mbuf *uiw_mbuf_cut_front(struct rte_mbuf *m, uint32_t n);
+
 void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now);
 void uiw_arp_timer(struct uiw_net *net, uint64_t now);
 /** Sends a frame whose Ethernet header still lacks its destination to @p nexthop. */

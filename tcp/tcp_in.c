@@ -153,21 +153,9 @@ static void no_conn(struct uiw_tcp *t, struct tcp_seg *s)
 static struct rte_mbuf *payload_from(struct tcp_seg *s, uint32_t from)
 {
 	struct rte_mbuf *m = s->m;
-	uint32_t skip = s->off + (from - s->seq);
 
 	s->m = NULL;
-	while (m != NULL && skip >= m->data_len && m->next != NULL) {
-		struct rte_mbuf *next = m->next;
-
-		next->nb_segs = (uint16_t)(m->nb_segs - 1);
-		next->pkt_len = m->pkt_len - m->data_len;
-		skip -= m->data_len;
-		m->next = NULL;
-		rte_pktmbuf_free_seg(m);
-		m = next;
-	}
-	rte_pktmbuf_adj(m, (uint16_t)skip);
-	return m;
+	return uiw_mbuf_cut_front(m, s->off + (from - s->seq));
 }
 
 static void deliver(struct uiw_tcp_conn *c, struct rte_mbuf *m)

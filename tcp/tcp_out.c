@@ -76,11 +76,48 @@ static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t
 	return m;
 }
 
+#define TCP_MAX_TX_SEGS 8 /* mbufs one segment may chain */
+
+/* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
+ * mbuf on the queued data chained after the header, so the payload is not copied; the
+ * queued mbuf then lives until both the queue and the PMD are done with it.
+ * @return false when that was not possible. */
+static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, uint32_t n,
+		     struct rte_mbuf *seg, bool attach)
+{
+	struct rte_mbuf *mi;
+	char *dst;
+
+	if (!attach) {
+		dst = rte_pktmbuf_append(seg, (uint16_t)n);
+		if (dst == NULL)
+			return false;
+		memcpy(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n);
+		return true;
+	}
+	if (seg->nb_segs >= TCP_MAX_TX_SEGS)
+		return false;
+	mi = rte_pktmbuf_alloc(c->tcp->port->pool);
+	if (mi == NULL)
+		return false;
+	rte_pktmbuf_attach(mi, m);
+	mi->data_off = (uint16_t)(m->data_off + off);
+	mi->data_len = (uint16_t)n;
+	mi->pkt_len = n;
+	mi->ol_flags &= ~c->tcp->record_flag;
+	if (rte_pktmbuf_chain(seg, mi) != 0) {
+		rte_pktmbuf_free(mi);
+		return false;
+	}
+	return true;
+}
+
 /*
  * Appends up to @p max bytes from sequence @p seq to @p seg, stopping before a record
  * start (UIW_TCP_SEND_RECORD) that is not the first byte. @return bytes appended.
  */
-static uint32_t sndq_copy(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max, struct rte_mbuf *seg)
+static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
+			  struct rte_mbuf *seg, bool attach)
 {
 	uint64_t record = c->tcp->record_flag;
 	uint32_t mseq, done = 0;
@@ -89,60 +126,10 @@ static uint32_t sndq_copy(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max, st
 	while (m != NULL && done < max) {
 		uint32_t off = seq + done - mseq;
 		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
-		char *dst;
 
-		if (done > 0 && off == 0 && (m->ol_flags & record))
+		if ((done > 0 && off == 0 && (m->ol_flags & record)) ||
+		    !sndq_put(c, m, off, n, seg, attach))
 			break;
-		dst = rte_pktmbuf_append(seg, (uint16_t)n);
-		if (dst == NULL)
-			break;
-		memcpy(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n);
-		done += n;
-		if (off + n == m->data_len) {
-			mseq += m->data_len;
-			m = m->next;
-		}
-	}
-	if (m != NULL) {
-		c->sq.cur = m;
-		c->sq.cur_seq = mseq;
-	}
-	return done;
-}
-
-#define TCP_MAX_TX_SEGS 8 /* mbufs one segment may chain */
-
-/*
- * As sndq_copy(), but the payload is not copied: each piece is an indirect mbuf on the
- * queued data, chained after the header (for PMDs that take multi-segment frames). The
- * queued mbuf stays alive until both the queue and the PMD are done with it.
- * @return bytes attached.
- */
-static uint32_t sndq_attach(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max, struct rte_mbuf *seg)
-{
-	uint64_t record = c->tcp->record_flag;
-	uint32_t mseq, done = 0;
-	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
-
-	while (m != NULL && done < max && seg->nb_segs < TCP_MAX_TX_SEGS) {
-		uint32_t off = seq + done - mseq;
-		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
-		struct rte_mbuf *mi;
-
-		if (done > 0 && off == 0 && (m->ol_flags & record))
-			break;
-		mi = rte_pktmbuf_alloc(c->tcp->port->pool);
-		if (mi == NULL)
-			break;
-		rte_pktmbuf_attach(mi, m);
-		mi->data_off = (uint16_t)(m->data_off + off);
-		mi->data_len = (uint16_t)n;
-		mi->pkt_len = n;
-		mi->ol_flags &= ~record;
-		if (rte_pktmbuf_chain(seg, mi) != 0) {
-			rte_pktmbuf_free(mi);
-			break;
-		}
 		done += n;
 		if (off + n == m->data_len) {
 			mseq += m->data_len;
@@ -228,10 +215,9 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	memcpy(th + 1, opts, optlen);
 	max = t->port->mtu - UIW_IPV4_HDR_LEN - hlen;
-	if (len > 0 && (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
-		n = sndq_attach(c, seq, u32_min(len, max), m);
-	else if (len > 0)
-		n = sndq_copy(c, seq, u32_min(len, max), m);
+	if (len > 0)
+		n = sndq_take(c, seq, u32_min(len, max), m,
+			      (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0);
 	if (n < len)
 		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */
 	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(tcp_rcv_window(c), 0xffffu) : adv_window(c);

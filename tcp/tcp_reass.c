@@ -11,23 +11,6 @@ void tcp_reass_clear(struct uiw_tcp_conn *c)
 	c->ooo_bytes = 0;
 }
 
-/* Cuts @p n bytes off the front of a payload mbuf chain. @return the new head. */
-static struct rte_mbuf *cut_front(struct rte_mbuf *m, uint32_t n)
-{
-	while (n > 0 && n >= m->data_len && m->next != NULL) {
-		struct rte_mbuf *next = m->next;
-
-		next->nb_segs = (uint16_t)(m->nb_segs - 1);
-		next->pkt_len = m->pkt_len - m->data_len;
-		n -= m->data_len;
-		m->next = NULL;
-		rte_pktmbuf_free_seg(m);
-		m = next;
-	}
-	rte_pktmbuf_adj(m, (uint16_t)n);
-	return m;
-}
-
 static void remove_at(struct uiw_tcp_conn *c, unsigned i)
 {
 	c->ooo_bytes -= c->ooo[i].len;
@@ -50,7 +33,7 @@ void tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, 
 			rte_pktmbuf_free(m); /* nothing new */
 			return;
 		}
-		m = cut_front(m, cover);
+		m = uiw_mbuf_cut_front(m, cover);
 		seq += cover;
 		len -= cover;
 		i++;
@@ -94,7 +77,7 @@ struct rte_mbuf *tcp_reass_pull(struct uiw_tcp_conn *c)
 			rte_pktmbuf_free(e.m);
 			continue;
 		}
-		return cut_front(e.m, old);
+		return uiw_mbuf_cut_front(e.m, old);
 	}
 	return NULL;
 }
