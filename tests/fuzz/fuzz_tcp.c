@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_eal.h>
 #include <rte_mbuf.h>
 
+#include "fuzz_common.h"
 #include "tcp_internal.h"
 #include "uiw_log.h"
 
@@ -31,25 +31,6 @@ static struct uiw_config cfg;
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static uint16_t tx_free(struct uiw_port *p, struct rte_mbuf **pkts, uint16_t n)
-{
-	(void)p;
-	for (uint16_t i = 0; i < n; i++) {
-		if (pkts[i]->pkt_len > 1514)
-			abort();
-		rte_pktmbuf_free(pkts[i]);
-	}
-	return n;
-}
-
-static uint16_t rx_none(struct uiw_port *p, struct rte_mbuf **pkts, uint16_t n)
-{
-	(void)p;
-	(void)pkts;
-	(void)n;
-	return 0;
-}
-
 static void ignore_recv(void *u, struct uiw_tcp_conn *c, struct rte_mbuf *m)
 {
 	(void)u;
@@ -61,21 +42,10 @@ static const struct uiw_tcp_ops ops = { .recv = ignore_recv };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char a0[] = "fuzz", a1[] = "-l", a2[] = "0", a3[] = "--no-pci",
-		    a4[] = "--no-huge", a5[] = "--no-shconf", a6[] = "-m", a7[] = "128",
-		    a8[] = "--no-telemetry", a9[] = "--log-level=error";
-	char *eal_argv[] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, NULL };
-	struct rte_ether_addr mac = { { 0x02, 0, 0, 0, 0, 0x01 } };
-
 	(void)argc;
 	(void)argv;
-	uiw_log_level_set(UIW_LOG_ERR);
-	if (rte_eal_init(10, eal_argv) < 0)
-		abort();
-	pool = rte_pktmbuf_pool_create("fuzz", 2047, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	if (pool == NULL)
-		abort();
-	uiw_port_init_test(&port, pool, &mac, 1500, rx_none, tx_free, NULL);
+	pool = fuzz_eal_pool(2047);
+	fuzz_port_init(&port, pool, NULL);
 	uiw_config_defaults(&cfg);
 	cfg.ip = US;
 	cfg.prefix_len = 24;
