@@ -21,6 +21,18 @@ void fx_setup(uint32_t gateway)
 	uiw_net_init(&fx_net, &fx_port.port, &cfg);
 }
 
+void fx_setup_default(void)
+{
+	fx_setup(0);
+}
+
+void fx_teardown(void)
+{
+	uiw_net_fini(&fx_net);
+	uiw_port_close(&fx_port.port);
+	fake_port_clear(&fx_port);
+}
+
 void fx_input(struct rte_mbuf *m, uint64_t now)
 {
 	uiw_net_input(&fx_net, &m, 1, now);

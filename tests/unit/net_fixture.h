@@ -13,6 +13,12 @@ extern struct uiw_net fx_net;
 /** Sets up fx_net with arp_retry_ms 1000, arp_retries 3, arp_reachable_ms 30000. */
 void fx_setup(uint32_t gateway);
 
+/** fx_setup() without a gateway, as a Check fixture. */
+void fx_setup_default(void);
+
+/** Frees what the instance and the fake port hold. */
+void fx_teardown(void);
+
 /** Feeds one frame (consumed) at time @p now and flushes the port. */
 void fx_input(struct rte_mbuf *m, uint64_t now);
 

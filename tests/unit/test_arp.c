@@ -9,17 +9,6 @@
 
 static uint8_t frame[128];
 
-static void setup(void)
-{
-	fx_setup(0);
-}
-
-static void teardown(void)
-{
-	uiw_net_fini(&fx_net);
-	uiw_port_close(&fx_port.port);
-	fake_port_clear(&fx_port);
-}
 
 static size_t std_request(void)
 {
@@ -303,7 +292,7 @@ END_TEST
 static Suite *arp_suite(void)
 {
 	Suite *s = suite_create("arp");
-	TCase *tc = tcase_with_leak_check("arp", setup, teardown);
+	TCase *tc = tcase_with_leak_check("arp", fx_setup_default, fx_teardown);
 
 	tcase_add_test(tc, request_for_us_gets_exact_reply);
 	tcase_add_test(tc, requester_learnt);

@@ -15,17 +15,6 @@ static size_t std_echo(void)
 	return build_echo(frame, MAC_US, MAC_PEER, IP_PEER, IP_US, 8, 0x77, 5, PAYLOAD, 5);
 }
 
-static void setup(void)
-{
-	fx_setup(0);
-}
-
-static void teardown(void)
-{
-	uiw_net_fini(&fx_net);
-	uiw_port_close(&fx_port.port);
-	fake_port_clear(&fx_port);
-}
 
 /* Checks that @p m is the echo reply to the request in @p req (IHL 5 reply). */
 static void assert_reply_to(const uint8_t *req, size_t req_len, const struct rte_mbuf *m)
@@ -291,7 +280,7 @@ START_TEST(output_off_link_resolves_gateway)
 {
 	uint8_t r[64];
 
-	teardown();
+	fx_teardown();
 	fx_setup(IP_GW);
 	ck_assert_int_eq(uiw_net_ping(&fx_net, 0x08080808, 1, 1, 0, 0), 0);
 	uiw_port_flush(&fx_port.port);
@@ -329,7 +318,7 @@ END_TEST
 static Suite *ipv4_suite(void)
 {
 	Suite *s = suite_create("ipv4");
-	TCase *tc = tcase_with_leak_check("ipv4", setup, teardown);
+	TCase *tc = tcase_with_leak_check("ipv4", fx_setup_default, fx_teardown);
 
 	tcase_add_test(tc, echo_request_gets_exact_reply);
 	tcase_add_test(tc, echo_request_in_foreign_buffer_answered_by_copy);

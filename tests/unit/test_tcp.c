@@ -85,9 +85,7 @@ static void setup(void)
 static void teardown(void)
 {
 	uiw_tcp_destroy(T);
-	uiw_net_fini(&fx_net);
-	uiw_port_close(&fx_port.port);
-	fake_port_clear(&fx_port);
+	fx_teardown();
 }
 
 struct seg {
