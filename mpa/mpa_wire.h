@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file MPA Request/Reply frames (RFC 5044 §7.1, RFC 6581 §5) and FPDU constants. */
+#ifndef UIW_MPA_WIRE_H
+#define UIW_MPA_WIRE_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uiw_be_wire.h"
+
+#define UIW_MPA_KEY_LEN 16
+#define UIW_MPA_KEY_REQ "MPA ID Req Frame"  /* RFC 5044 §7.1.1 */
+#define UIW_MPA_KEY_REP "MPA ID Rep Frame"
+#define UIW_MPA_RR_LEN 20u                   /* key + flags + revision + PD length */
+#define UIW_MPA_PD_MAX 512u                  /* RFC 5044 §7.1.1 */
+
+/* The flags byte (RFC 5044 §7.1.1; RFC 6581 §5 names the first reserved bit). */
+#define UIW_MPA_FLAG_M 0x80                  /* markers wanted */
+#define UIW_MPA_FLAG_C 0x40                  /* CRC wanted */
+#define UIW_MPA_FLAG_R 0x20                  /* rejected (Reply only) */
+#define UIW_MPA_FLAG_ENHANCED 0x10           /* RFC 6581: IRD/ORD words lead the PD */
+#define UIW_MPA_FLAG_RES_MASK 0x0f           /* reserved: sent zero, ignored */
+
+#define UIW_MPA_REV1 1                       /* RFC 5044 */
+#define UIW_MPA_REV2 2                       /* RFC 6581 */
+
+/* RFC 6581 §5: the IRD and ORD words, and the control bits they carry. */
+#define UIW_MPA_V2_LEN 4u
+#define UIW_MPA_V2_PEER_TO_PEER 0x8000       /* in IRD: "A" */
+#define UIW_MPA_V2_ZERO_RTR 0x4000           /* in IRD: "B", zero-length Send RTR */
+#define UIW_MPA_V2_WRITE_RTR 0x8000          /* in ORD: "C" */
+#define UIW_MPA_V2_READ_RTR 0x4000           /* in ORD: "D" */
+#define UIW_MPA_V2_VALUE_MASK 0x3fff
+
+struct uiw_mpa_rr {
+	uint8_t key[UIW_MPA_KEY_LEN];
+	uint8_t flags;
+	uint8_t rev;
+	uiw_be16 pd_len;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_mpa_rr) == UIW_MPA_RR_LEN, "MPA Request/Reply header is 20 bytes");
+static_assert(offsetof(struct uiw_mpa_rr, key) == 0, "key at 0");
+static_assert(offsetof(struct uiw_mpa_rr, flags) == 16, "flags at 16");
+static_assert(offsetof(struct uiw_mpa_rr, rev) == 17, "revision at 17");
+static_assert(offsetof(struct uiw_mpa_rr, pd_len) == 18, "PD length at 18");
+
+struct uiw_mpa_v2 {
+	uiw_be16 ird;
+	uiw_be16 ord;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_mpa_v2) == UIW_MPA_V2_LEN, "IRD/ORD words are 4 bytes");
+static_assert(offsetof(struct uiw_mpa_v2, ird) == 0, "IRD at 0");
+static_assert(offsetof(struct uiw_mpa_v2, ord) == 2, "ORD at 2");
+
+static inline uint16_t uiw_mpa_pd_len(const struct uiw_mpa_rr *h) { return uiw_be16_get(h->pd_len); }
+static inline uint16_t uiw_mpa_v2_ird(const struct uiw_mpa_v2 *v) { return uiw_be16_get(v->ird); }
+static inline uint16_t uiw_mpa_v2_ord(const struct uiw_mpa_v2 *v) { return uiw_be16_get(v->ord); }
+
+static inline void uiw_mpa_rr_set(struct uiw_mpa_rr *h, uint8_t flags, uint8_t rev, uint16_t pd_len)
+{
+	h->flags = flags;
+	h->rev = rev;
+	h->pd_len = uiw_be16_of(pd_len);
+}
+
+static inline void uiw_mpa_v2_set(struct uiw_mpa_v2 *v, uint16_t ird, uint16_t ord)
+{
+	v->ird = uiw_be16_of(ird);
+	v->ord = uiw_be16_of(ord);
+}
+
+#endif
