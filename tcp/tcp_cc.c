@@ -112,15 +112,14 @@ static void enter_recovery(struct uiw_tcp_conn *c)
 	}
 }
 
-/* A duplicate ACK. @return true when it started a recovery. */
-bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
+/* A duplicate ACK: inflate during NewReno recovery, or start a recovery. */
+void tcp_cc_dupack(struct uiw_tcp_conn *c)
 {
-	(void)s;
 	c->dupacks++;
 	if (c->flags & TF_IN_RECOVERY) {
 		if (!(c->flags & TF_SACK_OK))
 			c->cwnd += c->mss; /* RFC 6582 §3.2 (4): inflate */
-		return false;
+		return;
 	}
 	/* RFC 6675 §5: DupThresh duplicates, or more than DupThresh-1 segments SACKed. */
 	if (c->dupacks >= dupthresh(c) ||
@@ -128,11 +127,9 @@ bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 		/* RFC 6582 §3.2 (1): no new recovery for losses of the previous window. */
 		if (!(c->flags & TF_SACK_OK) && seq_le(c->snd_una, c->recover) && c->recover != 0 &&
 		    seq_gt(c->recover, c->iss))
-			return false;
+			return;
 		enter_recovery(c);
-		return true;
 	}
-	return false;
 }
 
 static void grow(struct uiw_tcp_conn *c, uint32_t acked)

@@ -80,7 +80,7 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 static void negotiate(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 {
 	struct uiw_tcp *t = c->tcp;
-	uint16_t ours = (uint16_t)(t->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN);
+	uint16_t ours = tcp_our_mss(t);
 
 	c->peer_mss = s->opt.has_mss ? s->opt.mss : TCP_DEFAULT_MSS;
 	if (c->peer_mss < 64)
@@ -434,7 +434,7 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		   seq_lt(c->snd_una, c->snd_max) && wnd == c->snd_wnd) {
 		c->st.dup_acks++;
 		tcp_count(t, UIW_TCP_C_dup_acks);
-		tcp_cc_dupack(c, s);
+		tcp_cc_dupack(c);
 	}
 	if (seq_lt(c->snd_wl1, s->seq) || (c->snd_wl1 == s->seq && seq_le(c->snd_wl2, s->ack))) {
 		c->snd_wnd = wnd;

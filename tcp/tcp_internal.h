@@ -24,7 +24,6 @@ static inline uint32_t u32_max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 #define TCP_MAX_LISTENERS 16
 #define TCP_DEFAULT_MSS 536      /* RFC 9293 §3.7.1, when the peer sends no MSS option */
 #define TCP_CHALLENGE_ACKS_PER_S 1000 /* RFC 5961 §7 */
-#define TCP_RTT_SHIFT 3          /* SRTT gain 1/8, RTTVAR gain 1/4 (RFC 6298 §2.3) */
 
 /* Connection flags. */
 #define TF_SACK_OK 0x0001        /* both SYNs carried SACK-permitted */
@@ -173,6 +172,12 @@ struct uiw_tcp {
 	uint64_t counters[UIW_TCP_C__COUNT];
 };
 
+/* The MSS we announce: the MTU less minimal IPv4 and TCP headers (RFC 9293 §3.7.1). */
+static inline uint16_t tcp_our_mss(const struct uiw_tcp *t)
+{
+	return (uint16_t)(t->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN);
+}
+
 static inline void tcp_count(struct uiw_tcp *t, enum uiw_tcp_counter c)
 {
 	t->counters[c]++;
@@ -224,7 +229,7 @@ void tcp_probe_arm(struct uiw_tcp_conn *c);
 /* tcp_cc.c */
 void tcp_cc_init(struct uiw_tcp_conn *c);
 void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s);
-bool tcp_cc_dupack(struct uiw_tcp_conn *c, const struct tcp_seg *s);
+void tcp_cc_dupack(struct uiw_tcp_conn *c);
 void tcp_cc_rto(struct uiw_tcp_conn *c);
 void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o);
 void tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c);

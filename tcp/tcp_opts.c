@@ -109,7 +109,7 @@ unsigned tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t 
 
 	p[n++] = UIW_TCPOPT_MSS;
 	p[n++] = UIW_TCPOLEN_MSS;
-	uiw_tcpopt_put16(p + n, (uint16_t)(t->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN));
+	uiw_tcpopt_put16(p + n, tcp_our_mss(t));
 	n += 2;
 	if (sack && ts) {
 		p[n++] = UIW_TCPOPT_SACK_PERM;

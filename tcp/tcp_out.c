@@ -406,7 +406,7 @@ void tcp_output(struct uiw_tcp_conn *c)
 
 	if (can_send_data(c)) {
 		uint32_t pipe = tcp_pipe(c);
-		uint32_t end = c->snd_una + c->sq.bytes;
+		uint32_t end;
 
 		if ((c->flags & (TF_IN_RECOVERY | TF_SACK_OK)) == (TF_IN_RECOVERY | TF_SACK_OK))
 			sent |= sack_recovery_output(c, &pipe);

@@ -2,7 +2,6 @@
 #include "uiw_counters.h"
 
 #include <inttypes.h>
-#include <string.h>
 
 unsigned uiw_counters_print(FILE *out, const char *title, const struct uiw_counter_desc *desc,
 			    const uint64_t *values, unsigned n, bool nonzero_only)
@@ -17,12 +16,4 @@ unsigned uiw_counters_print(FILE *out, const char *title, const struct uiw_count
 		lines++;
 	}
 	return lines;
-}
-
-int uiw_counters_find(const struct uiw_counter_desc *desc, unsigned n, const char *name)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (strcmp(desc[i].name, name) == 0)
-			return (int)i;
-	return -1;
 }

@@ -28,7 +28,4 @@ struct uiw_counter_desc {
 unsigned uiw_counters_print(FILE *out, const char *title, const struct uiw_counter_desc *desc,
 			    const uint64_t *values, unsigned n, bool nonzero_only);
 
-/** Index of the counter called @p name, or -1. */
-int uiw_counters_find(const struct uiw_counter_desc *desc, unsigned n, const char *name);
-
 #endif
