@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "uiw_be_wire.h"
 
@@ -68,6 +69,66 @@ static inline void uiw_mpa_v2_set(struct uiw_mpa_v2 *v, uint16_t ird, uint16_t o
 {
 	v->ird = uiw_be16_of(ird);
 	v->ord = uiw_be16_of(ord);
+}
+
+/* FPDU framing (RFC 5044 §4): ULPDU_Length (16) | ULPDU | pad to 4 | CRC32c (32), with a
+ * 4-byte Marker every 512 octets of the stream when negotiated (§5). */
+#define UIW_MPA_FPDU_HDR_LEN 2u
+#define UIW_MPA_CRC_LEN 4u
+#define UIW_MPA_MARKER_LEN 4u
+#define UIW_MPA_MARKER_INTERVAL 512u
+#define UIW_MPA_FPDU_MIN 8u                  /* empty ULPDU: length, 2 pad, CRC */
+
+struct uiw_mpa_marker {
+	uiw_be16 rsvd;
+	uiw_be16 fpduptr;                    /* octets back to the FPDU's first octet */
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_mpa_marker) == UIW_MPA_MARKER_LEN, "Marker is 4 bytes");
+static_assert(offsetof(struct uiw_mpa_marker, fpduptr) == 2, "FPDUPTR at 2");
+
+static inline void uiw_mpa_marker_set(uint8_t *p, uint16_t fpduptr)
+{
+	struct uiw_mpa_marker m = { .rsvd = uiw_be16_of(0), .fpduptr = uiw_be16_of(fpduptr) };
+
+	memcpy(p, &m, sizeof(m));
+}
+
+static inline uint16_t uiw_mpa_marker_fpduptr(const uint8_t *p)
+{
+	struct uiw_mpa_marker m;
+
+	memcpy(&m, p, sizeof(m));
+	return uiw_be16_get(m.fpduptr);
+}
+
+static inline void uiw_mpa_ulpdu_len_set(uint8_t *p, uint16_t len)
+{
+	uiw_be16 v = uiw_be16_of(len);
+
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline uint16_t uiw_mpa_ulpdu_len_get(const uint8_t *p)
+{
+	uiw_be16 v;
+
+	memcpy(&v, p, sizeof(v));
+	return uiw_be16_get(v);
+}
+
+/* The CRC field carries CRC32c in little-endian byte order (as iSCSI, RFC 3720 B.4; the
+ * order siw and Wireshark use). */
+static inline void uiw_mpa_crc_set(uint8_t *p, uint32_t crc)
+{
+	p[0] = (uint8_t)crc;
+	p[1] = (uint8_t)(crc >> 8);
+	p[2] = (uint8_t)(crc >> 16);
+	p[3] = (uint8_t)(crc >> 24);
+}
+
+static inline uint32_t uiw_mpa_crc_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 #endif

@@ -36,6 +36,17 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->tcp_timestamps = 1;
 	cfg->tcp_window_scaling = 1;
 	cfg->tcp_ooo_max = 1024;
+	cfg->mpa_rev = 2;
+	cfg->mpa_crc = 1;
+	cfg->mpa_markers = 0;
+	cfg->mpa_markers_ok = 1;
+	cfg->mpa_p2p = 0;
+	cfg->mpa_rtr = 2 | 4;
+	cfg->mpa_ird = 16;
+	cfg->mpa_ord = 16;
+	cfg->mpa_pd_max = 256;
+	cfg->mpa_reply_timeout_ms = 10000;
+	cfg->mpa_request_timeout_ms = 5000;
 	cfg->fault_seed = 1;
 }
 
@@ -146,6 +157,17 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("tcp_timestamps", tcp_timestamps, 0, 1),
 	UINT_KEY("tcp_window_scaling", tcp_window_scaling, 0, 1),
 	UINT_KEY("tcp_ooo_max", tcp_ooo_max, 0, 65536),
+	UINT_KEY("mpa_rev", mpa_rev, 1, 2),
+	UINT_KEY("mpa_crc", mpa_crc, 0, 1),
+	UINT_KEY("mpa_markers", mpa_markers, 0, 1),
+	UINT_KEY("mpa_markers_ok", mpa_markers_ok, 0, 1),
+	UINT_KEY("mpa_p2p", mpa_p2p, 0, 1),
+	UINT_KEY("mpa_rtr", mpa_rtr, 1, 7),
+	UINT_KEY("mpa_ird", mpa_ird, 0, 128),
+	UINT_KEY("mpa_ord", mpa_ord, 0, 128),
+	UINT_KEY("mpa_pd_max", mpa_pd_max, 0, 512),
+	UINT_KEY("mpa_reply_timeout_ms", mpa_reply_timeout_ms, 10, 600000),
+	UINT_KEY("mpa_request_timeout_ms", mpa_request_timeout_ms, 10, 600000),
 	UINT_KEY("fault_seed", fault_seed, 0, 0xffffffffu),
 };
 

@@ -68,6 +68,19 @@ struct uiw_config {
 	unsigned tcp_window_scaling;       /**< offer window scaling */
 	unsigned tcp_ooo_max;              /**< out-of-order segments held per connection */
 
+	/* MPA policy (RFC 5044, RFC 6581; docs/CONFIG.md). */
+	unsigned mpa_rev;                  /**< revision to ask for: 1 or 2 */
+	unsigned mpa_crc;                  /**< ask for CRC32c */
+	unsigned mpa_markers;              /**< ask the peer to send Markers */
+	unsigned mpa_markers_ok;           /**< send Markers when the peer asks */
+	unsigned mpa_p2p;                  /**< initiator: ask for peer-to-peer mode (rev 2) */
+	unsigned mpa_rtr;                  /**< RTR types: 1 Send, 2 Write, 4 Read (a mask) */
+	unsigned mpa_ird;                  /**< inbound Read Requests we serve at once */
+	unsigned mpa_ord;                  /**< outbound Read Requests at once */
+	unsigned mpa_pd_max;               /**< largest private data taken from a peer */
+	unsigned mpa_reply_timeout_ms;     /**< initiator: wait for the Reply */
+	unsigned mpa_request_timeout_ms;   /**< responder: wait for the Request (and RTR) */
+
 	/* Fault injection on the port (docs/CONFIG.md); empty = none. */
 	char fault_rx[128];
 	char fault_tx[128];

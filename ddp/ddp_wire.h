@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file DDP segment headers (RFC 5041 §4): tagged (14 bytes) and untagged (18 bytes). */
+#ifndef UIW_DDP_WIRE_H
+#define UIW_DDP_WIRE_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uiw_be_wire.h"
+
+/* RFC 5041 §4.1 and §4.2: the first control byte. */
+#define UIW_DDP_T 0x80            /* tagged buffer model */
+#define UIW_DDP_L 0x40            /* last segment of the message */
+#define UIW_DDP_RSVD_MASK 0x3c
+#define UIW_DDP_DV_MASK 0x03
+#define UIW_DDP_VERSION 1         /* RFC 5041 §4.2 */
+
+/* The second byte belongs to the ULP; RDMAP uses it as RV (2) | Rsvd (2) | Opcode (4)
+ * (RFC 5040 §4.3). */
+#define UIW_RDMAP_RV_SHIFT 6
+#define UIW_RDMAP_VERSION 1
+#define UIW_RDMAP_OPCODE_MASK 0x0f
+
+/* RDMAP queue numbers on the untagged model (RFC 5040 §5.1). */
+#define UIW_DDP_QN_SEND 0
+#define UIW_DDP_QN_READ_REQ 1
+#define UIW_DDP_QN_TERMINATE 2
+
+struct uiw_ddp_tagged {
+	uint8_t ctrl;
+	uint8_t rdmap;
+	uiw_be32 stag;
+	uiw_be64 to;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_ddp_tagged) == 14, "tagged DDP header is 14 bytes");
+static_assert(offsetof(struct uiw_ddp_tagged, stag) == 2, "STag at 2");
+static_assert(offsetof(struct uiw_ddp_tagged, to) == 6, "TO at 6");
+
+struct uiw_ddp_untagged {
+	uint8_t ctrl;
+	uint8_t rdmap;
+	uiw_be32 rsvd_ulp;        /* RDMAP: the STag to invalidate, else zero */
+	uiw_be32 qn;
+	uiw_be32 msn;
+	uiw_be32 mo;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_ddp_untagged) == 18, "untagged DDP header is 18 bytes");
+static_assert(offsetof(struct uiw_ddp_untagged, rsvd_ulp) == 2, "RsvdULP at 2");
+static_assert(offsetof(struct uiw_ddp_untagged, qn) == 6, "QN at 6");
+static_assert(offsetof(struct uiw_ddp_untagged, msn) == 10, "MSN at 10");
+static_assert(offsetof(struct uiw_ddp_untagged, mo) == 14, "MO at 14");
+
+static inline uint8_t uiw_rdmap_ctrl(uint8_t opcode)
+{
+	return (uint8_t)(UIW_RDMAP_VERSION << UIW_RDMAP_RV_SHIFT | (opcode & UIW_RDMAP_OPCODE_MASK));
+}
+
+static inline void uiw_ddp_tagged_set(struct uiw_ddp_tagged *h, uint8_t ctrl, uint8_t opcode,
+				      uint32_t stag, uint64_t to)
+{
+	h->ctrl = ctrl;
+	h->rdmap = uiw_rdmap_ctrl(opcode);
+	h->stag = uiw_be32_of(stag);
+	h->to = uiw_be64_of(to);
+}
+
+static inline void uiw_ddp_untagged_set(struct uiw_ddp_untagged *h, uint8_t ctrl, uint8_t opcode,
+					uint32_t rsvd_ulp, uint32_t qn, uint32_t msn, uint32_t mo)
+{
+	h->ctrl = ctrl;
+	h->rdmap = uiw_rdmap_ctrl(opcode);
+	h->rsvd_ulp = uiw_be32_of(rsvd_ulp);
+	h->qn = uiw_be32_of(qn);
+	h->msn = uiw_be32_of(msn);
+	h->mo = uiw_be32_of(mo);
+}
+
+static inline uint32_t uiw_ddp_stag(const struct uiw_ddp_tagged *h) { return uiw_be32_get(h->stag); }
+static inline uint64_t uiw_ddp_to(const struct uiw_ddp_tagged *h) { return uiw_be64_get(h->to); }
+static inline uint32_t uiw_ddp_qn(const struct uiw_ddp_untagged *h) { return uiw_be32_get(h->qn); }
+static inline uint32_t uiw_ddp_msn(const struct uiw_ddp_untagged *h) { return uiw_be32_get(h->msn); }
+static inline uint32_t uiw_ddp_mo(const struct uiw_ddp_untagged *h) { return uiw_be32_get(h->mo); }
+
+#endif

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * MPA connections (RFC 5044, RFC 6581) over the TCP engine, for DDP above.
+ *
+ * Set-up: the initiator sends a Request and waits for the Reply; the responder hands a
+ * valid Request to its owner, who accepts or rejects it. Revision 1 and 2 (IRD/ORD,
+ * peer-to-peer mode with a Send, Write or Read RTR), CRC and Markers each way as the
+ * M bits say, private data with a cap. In full operation a ULPDU goes out as one FPDU in
+ * one TCP segment; received FPDUs come up as views of the mbufs.
+ *
+ * Rules from the wire (WIRE.md §1.5): the initiator sends nothing after its Request until
+ * the Reply; the responder sends no FPDU until it has received one (RFC 5044 §7.1.2), so
+ * its sends are held until then; the initiator takes FPDUs right behind the Reply, even in
+ * the same segment. MPA errors answer with a Terminate (layer LLP) where one may be sent,
+ * then close.
+ *
+ * Everything runs in the thread that polls the TCP engine; uiw_mpa_run() handles timeouts.
+ */
+#ifndef UIW_MPA_H
+#define UIW_MPA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mempool.h>
+
+#include "mpa_deframe.h"
+#include "mpa_rr.h"
+#include "tcp.h"
+#include "uiw_config.h"
+#include "uiw_counters.h"
+
+#define UIW_MPA_COUNTERS(X)                                                                  \
+	X(req_tx, "MPA Requests sent")                                                       \
+	X(req_rx, "MPA Requests received")                                                   \
+	X(rep_tx, "Replies sent accepting")                                                  \
+	X(rep_rx, "Replies received accepting")                                              \
+	X(reject_tx, "Replies sent rejecting (R=1)")                                         \
+	X(reject_rx, "Replies received rejecting (R=1)")                                     \
+	X(established, "connections in full operation")                                     \
+	X(bad_key, "Request or Reply with a wrong key")                                      \
+	X(bad_rev, "Request or Reply with a revision other than 1 or 2")                     \
+	X(bad_pd_len, "private data over the cap, or too short for IRD/ORD")                 \
+	X(bad_reply, "Reply not acceptable (Markers refused, revision raised, IRD, RTR)")    \
+	X(markers_refused, "Requests rejected: Markers asked for and mpa_markers_ok=0")      \
+	X(early_data, "octets after a Request before the Reply (RFC 5044 §7.1.2)")           \
+	X(timeout, "negotiations given up: no Request, Reply or RTR in time")                \
+	X(peer_gone, "peer closed or reset during negotiation")                              \
+	X(rtr_tx, "RTRs sent (peer-to-peer)")                                                \
+	X(rtr_rx, "RTRs received (peer-to-peer)")                                            \
+	X(rtr_bad, "first FPDU was not the negotiated RTR")                                  \
+	X(fpdu_tx, "FPDUs sent")                                                             \
+	X(fpdu_rx, "FPDUs received")                                                         \
+	X(fpdu_held, "FPDUs held until the initiator's first FPDU (responder)")              \
+	X(crc_err, "FPDUs with a CRC mismatch (Terminate LLP 0x02)")                         \
+	X(marker_err, "Markers not pointing to their FPDU (Terminate LLP 0x03)")             \
+	X(term_tx, "Terminates sent for MPA errors")                                         \
+	X(tx_nombuf, "sends refused: no mbuf")                                               \
+	X(rx_nomem, "streams stopped: no memory to join a ULPDU")
+
+#define UIW_MPA_C_(name, help) UIW_MPA_C_##name,
+enum uiw_mpa_counter { UIW_MPA_COUNTERS(UIW_MPA_C_) UIW_MPA_C__COUNT };
+#undef UIW_MPA_C_
+
+extern const struct uiw_counter_desc uiw_mpa_counter_desc[UIW_MPA_C__COUNT];
+
+/** RTR types (RFC 6581 §6), as a mask where several are offered. */
+enum uiw_mpa_rtr {
+	UIW_MPA_RTR_NONE = 0,
+	UIW_MPA_RTR_SEND = 1,   /**< zero-length Send (QN 0, MSN 1) */
+	UIW_MPA_RTR_WRITE = 2,  /**< zero-length RDMA Write to STag 1 */
+	UIW_MPA_RTR_READ = 4,   /**< zero-length Read Request (QN 1, MSN 1), source STag 1 */
+};
+
+/** The largest IRD or ORD this stack takes (as siw: 128). */
+#define UIW_MPA_IRD_ORD_MAX 128
+
+/** What one side asks for or agrees to. */
+struct uiw_mpa_params {
+	uint8_t rev;              /**< 1 or 2 */
+	bool crc;                 /**< ask for CRC */
+	bool markers;             /**< ask the peer for Markers */
+	bool markers_ok;          /**< send Markers when asked; else reject such a peer */
+	bool p2p;                 /**< initiator: ask for peer-to-peer mode (rev 2) */
+	uint8_t rtr;              /**< enum uiw_mpa_rtr mask: offered, or accepted */
+	uint16_t ird, ord;
+	uint16_t pd_max;          /**< largest private data taken from the peer */
+	uint32_t timeout_ms;      /**< for the Reply (initiator), the Request and RTR (responder) */
+	const uint8_t *pd;        /**< our private data (copied) */
+	uint16_t pd_len;
+};
+
+/** The connection as negotiated. */
+struct uiw_mpa_info {
+	bool initiator;
+	uint8_t rev;
+	bool crc;
+	bool markers_tx;          /**< we put Markers in what we send */
+	bool markers_rx;          /**< the peer puts Markers in what it sends */
+	bool p2p;
+	enum uiw_mpa_rtr rtr;     /**< the RTR exchanged (its MSN 1 is used up), or NONE */
+	uint16_t ird;             /**< Read Requests from the peer we serve at once */
+	uint16_t ord;             /**< Read Requests we may have outstanding */
+	uint32_t mulpdu;          /**< largest ULPDU uiw_mpa_send() takes */
+	const uint8_t *pd;        /**< the peer's private data (valid during the callback) */
+	uint16_t pd_len;
+};
+
+struct uiw_mpa;
+struct uiw_mpa_conn;
+
+/** What MPA tells the layer above. Any slot may be NULL. */
+struct uiw_mpa_ops {
+	/** Responder: a valid Request arrived (@p ctx is the listener's). Answer now or
+	 *  later with uiw_mpa_accept() or uiw_mpa_reject(). @p req->pd is valid during the call. */
+	void (*request)(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req);
+	/** Full operation: uiw_mpa_send() works (a responder's sends are held until the
+	 *  initiator's first FPDU arrives). */
+	void (*established)(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_info *info);
+	/** Initiator: the responder said R=1, with its private data. closed follows. */
+	void (*rejected)(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t pd_len);
+	/** A ULPDU arrived. Return nonzero when the connection was closed or aborted. */
+	int (*ulpdu)(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+	/** Send space was freed. */
+	void (*writable)(void *user, struct uiw_mpa_conn *c);
+	/** The connection is gone (uiw_mpa_reason() says why while in this call): 0 after an
+	 *  orderly close, -ECONNREFUSED (TCP refused, or R=1), -ETIMEDOUT, -ECONNRESET,
+	 *  -EPROTO (an MPA rule broken, either side), -ENOMEM. The pointer is invalid after. */
+	void (*closed)(void *user, struct uiw_mpa_conn *c, int err);
+};
+
+/** Creates MPA over @p tcp; FPDUs are built in mbufs from @p pool. @return 0 or -ENOMEM. */
+int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool *pool);
+
+/** Aborts every connection (no callbacks) and frees the engine. */
+void uiw_mpa_destroy(struct uiw_mpa *m);
+
+/** Fills @p p from the mpa_* keys of @p cfg (no private data). */
+void uiw_mpa_params_from_config(struct uiw_mpa_params *p, const struct uiw_config *cfg);
+
+/** Listens on @p port; @p p gives the cap and timeout for Requests. @return 0 or a TCP error. */
+int uiw_mpa_listen(struct uiw_mpa *m, uint16_t port, unsigned backlog,
+		   const struct uiw_mpa_params *p, const struct uiw_mpa_ops *ops, void *ctx);
+
+void uiw_mpa_unlisten(struct uiw_mpa *m, uint16_t port);
+
+/**
+ * Connects to @p dst:@p port and sends a Request once TCP is up.
+ * @return 0 and *out, -EINVAL (private data over 512 octets with the IRD/ORD words, bad
+ *         revision), or a TCP error.
+ */
+int uiw_mpa_connect(struct uiw_mpa *m, uint32_t dst, uint16_t port,
+		    const struct uiw_mpa_params *p, const struct uiw_mpa_ops *ops, void *user,
+		    uint64_t now, struct uiw_mpa_conn **out);
+
+/**
+ * Accepts a Request with our policy @p p (CRC, Markers, IRD/ORD, RTR types, private data)
+ * and sends the Reply. @p ops and @p user take over the connection.
+ * @return 0, -EINVAL (private data too long), -ENOTCONN (no Request waiting).
+ */
+int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
+		   const struct uiw_mpa_ops *ops, void *user);
+
+/** Rejects a Request: Reply with R=1 and @p pd, then close. closed follows. */
+int uiw_mpa_reject(struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t pd_len);
+
+/**
+ * Sends one ULPDU, the concatenation of @p iov, as one FPDU.
+ * @return 0, -EMSGSIZE (over MULPDU), -ENOBUFS (no send space or no mbuf: try after
+ *         writable), -ENOTCONN (not in full operation).
+ */
+int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n);
+
+/** Whether a ULPDU of @p ulen octets fits in the send space now. */
+bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen);
+
+/**
+ * Sends a Terminate (RFC 5040 §4.8) for an LLP error @p code (UIW_TERM_MPA_*), then closes.
+ * The layers above build their own Terminates and send them with uiw_mpa_send().
+ */
+void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why);
+
+/** Closes after what was sent (FIN). closed follows. */
+void uiw_mpa_close(struct uiw_mpa_conn *c);
+
+/** Resets at once; closed follows from within this call. */
+void uiw_mpa_abort(struct uiw_mpa_conn *c, const char *why);
+
+/** Timeouts; call from the polling loop. */
+void uiw_mpa_run(struct uiw_mpa *m, uint64_t now);
+
+/** Why the connection failed or closed, for logs (never NULL). */
+const char *uiw_mpa_reason(const struct uiw_mpa_conn *c);
+
+const struct uiw_mpa_info *uiw_mpa_info(const struct uiw_mpa_conn *c);
+struct uiw_tcp_conn *uiw_mpa_tcp(const struct uiw_mpa_conn *c);
+const uint64_t *uiw_mpa_counters(const struct uiw_mpa *m);
+unsigned uiw_mpa_conn_count(const struct uiw_mpa *m);
+
+#endif

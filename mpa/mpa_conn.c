@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* MPA connections over TCP: life cycle, FPDU transmit, FPDU receive, timeouts. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp_wire.h"
+#include "mpa_internal.h"
+#include "rdmap_wire.h"
+#include "uiw_log.h"
+#include "uiw_time.h"
+
+#define MPA_C_DESC_(name, help) [UIW_MPA_C_##name] = { #name, help },
+const struct uiw_counter_desc uiw_mpa_counter_desc[UIW_MPA_C__COUNT] = {
+	UIW_MPA_COUNTERS(MPA_C_DESC_)
+};
+
+/* Segments of one FPDU mbuf chain at most (65535 + Markers in 2 KiB mbufs, with room). */
+#define FPDU_SEGS_MAX 40
+
+static const struct uiw_tcp_ops mpa_tcp_ops;
+static const struct uiw_tcp_ops mpa_listen_ops;
+
+void uiw_mpa_params_from_config(struct uiw_mpa_params *p, const struct uiw_config *cfg)
+{
+	*p = (struct uiw_mpa_params){
+		.rev = (uint8_t)cfg->mpa_rev, .crc = cfg->mpa_crc != 0,
+		.markers = cfg->mpa_markers != 0, .markers_ok = cfg->mpa_markers_ok != 0,
+		.p2p = cfg->mpa_p2p != 0, .rtr = (uint8_t)cfg->mpa_rtr,
+		.ird = (uint16_t)cfg->mpa_ird, .ord = (uint16_t)cfg->mpa_ord,
+		.pd_max = (uint16_t)cfg->mpa_pd_max, .timeout_ms = cfg->mpa_reply_timeout_ms,
+	};
+}
+
+int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool *pool)
+{
+	struct uiw_mpa *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->tcp = tcp;
+	m->pool = pool;
+	TAILQ_INIT(&m->conns);
+	*out = m;
+	return 0;
+}
+
+static void conn_free(struct uiw_mpa_conn *c)
+{
+	TAILQ_REMOVE(&c->m->conns, c, link);
+	c->m->nconns--;
+	uiw_mpa_deframer_fini(&c->rx);
+	for (unsigned i = 0; i < c->nheld; i++)
+		rte_pktmbuf_free(c->held[i]);
+	free(c);
+}
+
+void uiw_mpa_destroy(struct uiw_mpa *m)
+{
+	if (m == NULL)
+		return;
+	while (!TAILQ_EMPTY(&m->conns)) {
+		struct uiw_mpa_conn *c = TAILQ_FIRST(&m->conns);
+
+		if (c->tcp != NULL)
+			uiw_tcp_abort(c->tcp);
+		conn_free(c);
+	}
+	for (unsigned i = 0; i < MPA_LISTEN_MAX; i++)
+		if (m->ls[i].used)
+			uiw_tcp_unlisten(m->tcp, m->ls[i].port);
+	free(m);
+}
+
+static struct uiw_mpa_conn *conn_new(struct uiw_mpa *m, const struct uiw_mpa_params *p,
+				     const struct uiw_mpa_ops *ops, void *user)
+{
+	struct uiw_mpa_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->m = m;
+	c->ops = ops;
+	c->user = user;
+	c->p = *p;
+	c->p.pd_len = p->pd_len <= UIW_MPA_PD_MAX ? p->pd_len : 0;
+	if (c->p.pd_len > 0)
+		memcpy(c->pd_buf, p->pd, c->p.pd_len);
+	c->p.pd = c->pd_buf;
+	snprintf(c->reason, sizeof(c->reason), "no error");
+	TAILQ_INSERT_TAIL(&m->conns, c, link);
+	m->nconns++;
+	return c;
+}
+
+void mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+	va_end(ap);
+	c->err = err;
+}
+
+/* The owner hears that the connection is gone, then it is freed (or when the MPA code on
+ * the stack for it returns). */
+static void finish(struct uiw_mpa_conn *c, int err)
+{
+	if (c->err == 0)
+		c->err = err;
+	if (c->in_call > 0) {
+		c->finish_pending = true;
+		return;
+	}
+	c->state = MPA_S_DEAD;
+	UIW_DEBUG("mpa: connection closed (%d): %s", c->err, c->reason);
+	if (c->ops != NULL && c->ops->closed != NULL)
+		c->ops->closed(c->user, c, c->err);
+	conn_free(c);
+}
+
+static void leave(struct uiw_mpa_conn *c)
+{
+	if (--c->in_call == 0 && c->finish_pending)
+		finish(c, c->err);
+}
+
+void uiw_mpa_abort(struct uiw_mpa_conn *c, const char *why)
+{
+	if (c->state == MPA_S_DEAD)
+		return;
+	if (c->err == 0)
+		mpa_set_reason(c, -ECONNABORTED, "%s", why);
+	c->state = MPA_S_DEAD;
+	c->deadline = 0;
+	if (c->tcp != NULL)
+		uiw_tcp_abort(c->tcp);
+	c->tcp = NULL;
+	finish(c, -ECONNABORTED);
+}
+
+void uiw_mpa_close(struct uiw_mpa_conn *c)
+{
+	if (c->state == MPA_S_CLOSING || c->state == MPA_S_DEAD)
+		return;
+	c->state = MPA_S_CLOSING;
+	c->deadline = 0;
+	uiw_tcp_close(c->tcp);
+}
+
+void mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err == 0) {
+		va_start(ap, fmt);
+		vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+		va_end(ap);
+		c->err = err;
+	}
+	uiw_mpa_close(c);
+}
+
+int mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(c->m->pool);
+
+	if (m == NULL || rte_pktmbuf_append(m, (uint16_t)len) == NULL) {
+		rte_pktmbuf_free(m);
+		mpa_count(c->m, UIW_MPA_C_tx_nombuf);
+		return -ENOBUFS;
+	}
+	memcpy(rte_pktmbuf_mtod(m, void *), buf, len);
+	return uiw_tcp_send(c->tcp, m, UIW_TCP_SEND_RECORD);
+}
+
+/* An mbuf chain of @p len octets, its pieces in @p out. */
+static struct rte_mbuf *alloc_chain(struct rte_mempool *pool, uint32_t len,
+				    struct uiw_mpa_iov *out, unsigned *nout)
+{
+	uint16_t room = (uint16_t)(rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM);
+	struct rte_mbuf *head = NULL;
+	unsigned n = 0;
+
+	do {
+		struct rte_mbuf *s = rte_pktmbuf_alloc(pool);
+		uint16_t k = len < room ? (uint16_t)len : room;
+
+		if (s == NULL || n == FPDU_SEGS_MAX) {
+			rte_pktmbuf_free(s);
+			rte_pktmbuf_free(head);
+			return NULL;
+		}
+		out[n].base = rte_pktmbuf_append(s, k);
+		out[n++].len = k;
+		if (head == NULL)
+			head = s;
+		else if (rte_pktmbuf_chain(head, s) != 0) {
+			rte_pktmbuf_free(s);
+			rte_pktmbuf_free(head);
+			return NULL;
+		}
+		len -= k;
+	} while (len > 0);
+	*nout = n;
+	return head;
+}
+
+int mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold)
+{
+	struct uiw_mpa_iov out[FPDU_SEGS_MAX];
+	uint64_t ulen = 0;
+	unsigned nout;
+
+	for (unsigned i = 0; i < n; i++)
+		ulen += iov[i].len;
+	uint32_t wire = uiw_mpa_fpdu_wire_len(c->tx_pos, (uint32_t)ulen, c->info.markers_tx);
+	struct rte_mbuf *m = alloc_chain(c->m->pool, wire, out, &nout);
+
+	if (m == NULL) {
+		mpa_count(c->m, UIW_MPA_C_tx_nombuf);
+		return -ENOBUFS;
+	}
+	uiw_mpa_fpdu_encode(out, nout, c->tx_pos, c->info.markers_tx, c->info.crc, iov, n);
+	c->tx_pos += wire;
+	mpa_count(c->m, UIW_MPA_C_fpdu_tx);
+	if (hold) {
+		/* RFC 5044 §7.1.2: the responder sends once it has received an FPDU. */
+		c->held[c->nheld++] = m;
+		mpa_count(c->m, UIW_MPA_C_fpdu_held);
+		return 0;
+	}
+	return uiw_tcp_send(c->tcp, m, UIW_TCP_SEND_RECORD) == 0 ? 0 : -ENOBUFS;
+}
+
+static uint32_t held_octets(const struct uiw_mpa_conn *c)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < c->nheld; i++)
+		n += c->held[i]->pkt_len;
+	return n;
+}
+
+bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen)
+{
+	uint32_t wire = uiw_mpa_fpdu_wire_len(c->tx_pos, ulen, c->info.markers_tx);
+
+	if (c->state == MPA_S_WAIT_FIRST)
+		return c->nheld < MPA_HELD_MAX && held_octets(c) + wire <= uiw_tcp_send_space(c->tcp);
+	return c->state == MPA_S_FULL && wire <= uiw_tcp_send_space(c->tcp);
+}
+
+int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n)
+{
+	uint64_t ulen = 0;
+
+	if (c->state != MPA_S_FULL && (c->state != MPA_S_WAIT_FIRST || c->expect_rtr))
+		return -ENOTCONN;
+	for (unsigned i = 0; i < n; i++)
+		ulen += iov[i].len;
+	if (ulen > c->info.mulpdu)
+		return -EMSGSIZE;
+	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
+		return -ENOBUFS;
+	return mpa_send_fpdu(c, iov, n, c->state == MPA_S_WAIT_FIRST);
+}
+
+void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why)
+{
+	struct {
+		struct uiw_ddp_untagged h;
+		struct uiw_rdmap_term t;
+	} __attribute__((packed)) term;
+	struct uiw_mpa_iov iov = { &term, sizeof(term) };
+
+	if (c->state == MPA_S_CLOSING || c->state == MPA_S_DEAD)
+		return;
+	/* RFC 5040 §4.8: QN 2, MSN 1 (one Terminate per stream), MO 0; LLP errors carry no
+	 * echoed header. */
+	uiw_ddp_untagged_set(&term.h, UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_TERMINATE, 0,
+			     UIW_DDP_QN_TERMINATE, 1, 0);
+	uiw_rdmap_term_set(&term.t, UIW_TERM_LAYER_LLP, 0, code, 0);
+	if (c->nheld == 0 && mpa_send_fpdu(c, &iov, 1, false) == 0)
+		mpa_count(c->m, UIW_MPA_C_term_tx);
+	mpa_fail(c, -EPROTO, "%s (Terminate LLP 0x%02x)", why, code);
+}
+
+void mpa_start_full(struct uiw_mpa_conn *c)
+{
+	uiw_mpa_deframer_init(&c->rx, c->info.markers_rx, c->info.crc);
+	c->info.mulpdu = uiw_mpa_mulpdu(uiw_tcp_mss(c->tcp), c->info.markers_tx);
+}
+
+void mpa_deliver_established(struct uiw_mpa_conn *c)
+{
+	mpa_count(c->m, UIW_MPA_C_established);
+	if (c->ops != NULL && c->ops->established != NULL)
+		c->ops->established(c->user, c, &c->info);
+	c->info.pd = NULL;
+	c->info.pd_len = 0;
+}
+
+/* The responder's first FPDU from the initiator: what was held may go now. */
+static void release_held(struct uiw_mpa_conn *c)
+{
+	for (unsigned i = 0; i < c->nheld; i++)
+		uiw_tcp_send(c->tcp, c->held[i], UIW_TCP_SEND_RECORD);
+	c->nheld = 0;
+}
+
+static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
+{
+	struct uiw_mpa_conn *c = arg;
+
+	mpa_count(c->m, UIW_MPA_C_fpdu_rx);
+	if (c->state == MPA_S_WAIT_FIRST) {
+		if (c->expect_rtr)
+			return mpa_rtr_take(c, u) && c->state == MPA_S_FULL ? 0 : 1;
+		c->state = MPA_S_FULL;
+		release_held(c);
+	}
+	if (c->swallow_read_resp && mpa_read_resp_take(c, u))
+		return 0;
+	if (c->ops != NULL && c->ops->ulpdu != NULL && c->ops->ulpdu(c->user, c, u) != 0)
+		return 1;
+	return c->state == MPA_S_FULL ? 0 : 1;
+}
+
+static void rx_fpdus(struct uiw_mpa_conn *c, struct rte_mbuf *m)
+{
+	enum uiw_mpa_rx r = uiw_mpa_deframer_push(&c->rx, m, on_ulpdu, c);
+
+	switch (r) {
+	case UIW_MPA_RX_OK:
+	case UIW_MPA_RX_STOPPED:
+		return;
+	case UIW_MPA_RX_CRC:
+		mpa_count(c->m, UIW_MPA_C_crc_err);
+		uiw_mpa_terminate_llp(c, UIW_TERM_MPA_CRC, "FPDU with a bad CRC");
+		return;
+	case UIW_MPA_RX_MARKER:
+		mpa_count(c->m, UIW_MPA_C_marker_err);
+		uiw_mpa_terminate_llp(c, UIW_TERM_MPA_MARKER, "Marker does not point to its FPDU");
+		return;
+	case UIW_MPA_RX_NOMEM:
+		mpa_count(c->m, UIW_MPA_C_rx_nomem);
+		uiw_mpa_terminate_llp(c, UIW_TERM_MPA_LOCAL_CATA, "no memory to join a ULPDU");
+		return;
+	}
+}
+
+static void t_recv(void *user, struct uiw_tcp_conn *tc, struct rte_mbuf *m)
+{
+	struct uiw_mpa_conn *c = user;
+
+	(void)tc;
+	c->in_call++;
+	switch (c->state) {
+	case MPA_S_WAIT_REPLY:
+		m = mpa_rx_reply(c, m);
+		break;
+	case MPA_S_WAIT_REQUEST:
+		m = mpa_rx_request(c, m);
+		break;
+	case MPA_S_WAIT_ACCEPT:
+		mpa_count(c->m, UIW_MPA_C_early_data);
+		rte_pktmbuf_free(m);
+		m = NULL;
+		uiw_mpa_abort(c, "octets after the Request before our Reply");
+		break;
+	default:
+		break;
+	}
+	if (m != NULL && (c->state == MPA_S_FULL || c->state == MPA_S_WAIT_FIRST))
+		rx_fpdus(c, m);
+	else
+		rte_pktmbuf_free(m);
+	leave(c);
+}
+
+static void t_connected(void *user, struct uiw_tcp_conn *tc)
+{
+	struct uiw_mpa_conn *c = user;
+
+	(void)tc;
+	c->in_call++;
+	mpa_send_request(c);
+	leave(c);
+}
+
+static void t_sent(void *user, struct uiw_tcp_conn *tc, uint32_t bytes)
+{
+	struct uiw_mpa_conn *c = user;
+
+	(void)tc;
+	(void)bytes;
+	if (c->state == MPA_S_FULL && c->ops != NULL && c->ops->writable != NULL)
+		c->ops->writable(c->user, c);
+}
+
+static void t_peer_closed(void *user, struct uiw_tcp_conn *tc)
+{
+	struct uiw_mpa_conn *c = user;
+
+	(void)tc;
+	if (c->state != MPA_S_FULL && c->state != MPA_S_CLOSING && c->err == 0) {
+		mpa_count(c->m, UIW_MPA_C_peer_gone);
+		mpa_set_reason(c, -ECONNRESET, "peer closed during MPA negotiation");
+	} else if (c->err == 0) {
+		mpa_set_reason(c, 0, "peer closed");
+	}
+	uiw_mpa_close(c);
+}
+
+static void t_closed(void *user, struct uiw_tcp_conn *tc, int err)
+{
+	struct uiw_mpa_conn *c = user;
+
+	(void)tc;
+	c->tcp = NULL;
+	if (err != 0 && c->err == 0) {
+		if (c->state != MPA_S_FULL && c->state != MPA_S_CLOSING)
+			mpa_count(c->m, UIW_MPA_C_peer_gone);
+		mpa_set_reason(c, err, "TCP: %s", err == -ECONNREFUSED ? "connection refused"
+					       : err == -ETIMEDOUT ? "retransmissions timed out"
+					       : err == -ECONNRESET ? "reset by the peer" : "closed");
+	}
+	finish(c, err);
+}
+
+static const struct uiw_tcp_ops mpa_tcp_ops = {
+	.connected = t_connected, .recv = t_recv, .sent = t_sent,
+	.peer_closed = t_peer_closed, .closed = t_closed,
+};
+
+static int t_accept(void *ctx, struct uiw_tcp_conn *tc)
+{
+	struct mpa_listener *l = ctx;
+	struct uiw_mpa_conn *c = conn_new(l->m, &l->p, l->ops, l->ctx);
+
+	if (c == NULL)
+		return -1;
+	c->tcp = tc;
+	c->state = MPA_S_WAIT_REQUEST;
+	c->p.timeout_ms = l->p.timeout_ms;
+	c->deadline = uiw_now_ns() + (uint64_t)l->p.timeout_ms * UIW_NS_PER_MS;
+	uiw_tcp_set_user(tc, &mpa_tcp_ops, c);
+	return 0;
+}
+
+static const struct uiw_tcp_ops mpa_listen_ops = { .accept = t_accept };
+
+int uiw_mpa_listen(struct uiw_mpa *m, uint16_t port, unsigned backlog,
+		   const struct uiw_mpa_params *p, const struct uiw_mpa_ops *ops, void *ctx)
+{
+	for (unsigned i = 0; i < MPA_LISTEN_MAX; i++) {
+		struct mpa_listener *l = &m->ls[i];
+
+		if (l->used)
+			continue;
+		*l = (struct mpa_listener){ .used = true, .port = port, .p = *p, .ops = ops,
+					    .ctx = ctx, .m = m };
+		l->p.pd = NULL;
+		l->p.pd_len = 0;
+		int rc = uiw_tcp_listen(m->tcp, port, backlog, &mpa_listen_ops, l);
+
+		if (rc != 0)
+			l->used = false;
+		return rc;
+	}
+	return -ENOSPC;
+}
+
+void uiw_mpa_unlisten(struct uiw_mpa *m, uint16_t port)
+{
+	for (unsigned i = 0; i < MPA_LISTEN_MAX; i++) {
+		if (m->ls[i].used && m->ls[i].port == port) {
+			uiw_tcp_unlisten(m->tcp, port);
+			m->ls[i].used = false;
+		}
+	}
+}
+
+int uiw_mpa_connect(struct uiw_mpa *m, uint32_t dst, uint16_t port,
+		    const struct uiw_mpa_params *p, const struct uiw_mpa_ops *ops, void *user,
+		    uint64_t now, struct uiw_mpa_conn **out)
+{
+	struct uiw_mpa_conn *c;
+	int rc;
+
+	if (p->rev < UIW_MPA_REV1 || p->rev > UIW_MPA_REV2 ||
+	    p->pd_len + (p->rev == UIW_MPA_REV2 ? UIW_MPA_V2_LEN : 0) > UIW_MPA_PD_MAX)
+		return -EINVAL;
+	c = conn_new(m, p, ops, user);
+	if (c == NULL)
+		return -ENOMEM;
+	c->info.initiator = true;
+	c->state = MPA_S_TCP_CONNECTING;
+	c->deadline = now + (uint64_t)p->timeout_ms * UIW_NS_PER_MS;
+	rc = uiw_tcp_connect(m->tcp, dst, port, &mpa_tcp_ops, c, now, &c->tcp);
+	if (rc != 0) {
+		conn_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
+		   const struct uiw_mpa_ops *ops, void *user)
+{
+	uint16_t pd_max = c->p.pd_max;
+	uint32_t timeout = c->p.timeout_ms;
+
+	if (c->state != MPA_S_WAIT_ACCEPT)
+		return -ENOTCONN;
+	if (p->pd_len > UIW_MPA_PD_MAX)
+		return -EINVAL;
+	c->ops = ops;
+	c->user = user;
+	if (p != &c->p) {
+		c->p = *p;
+		memcpy(c->pd_buf, p->pd, p->pd_len);
+		c->p.pd = c->pd_buf;
+		c->p.pd_max = pd_max;
+		c->p.timeout_ms = timeout;
+	}
+	c->in_call++;
+	int rc = mpa_send_reply(c, &c->p);
+
+	leave(c);
+	return rc;
+}
+
+void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
+{
+	struct uiw_mpa_conn *c, *next;
+
+	for (c = TAILQ_FIRST(&m->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);
+		if (c->deadline == 0 || now < c->deadline)
+			continue;
+		mpa_count(m, UIW_MPA_C_timeout);
+		mpa_set_reason(c, -ETIMEDOUT, "no MPA %s within %u ms",
+			       c->state == MPA_S_TCP_CONNECTING || c->state == MPA_S_WAIT_REPLY ? "Reply"
+			       : c->state == MPA_S_WAIT_REQUEST ? "Request" : "RTR",
+			       c->p.timeout_ms);
+		uiw_mpa_abort(c, c->reason);
+	}
+}
+
+const char *uiw_mpa_reason(const struct uiw_mpa_conn *c) { return c->reason; }
+const struct uiw_mpa_info *uiw_mpa_info(const struct uiw_mpa_conn *c) { return &c->info; }
+struct uiw_tcp_conn *uiw_mpa_tcp(const struct uiw_mpa_conn *c) { return c->tcp; }
+const uint64_t *uiw_mpa_counters(const struct uiw_mpa *m) { return m->c; }
+unsigned uiw_mpa_conn_count(const struct uiw_mpa *m) { return m->nconns; }

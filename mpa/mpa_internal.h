@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* MPA internals shared by mpa_conn.c and mpa_nego.c. */
+#ifndef UIW_MPA_INTERNAL_H
+#define UIW_MPA_INTERNAL_H
+
+#include <sys/queue.h>
+
+#include "mpa.h"
+
+#define MPA_LISTEN_MAX 64
+#define MPA_HELD_MAX 32
+#define MPA_REASON_LEN 128
+
+enum mpa_state {
+	MPA_S_TCP_CONNECTING,   /* initiator: TCP handshake */
+	MPA_S_WAIT_REPLY,       /* initiator: Request sent */
+	MPA_S_WAIT_REQUEST,     /* responder: TCP up, Request not complete */
+	MPA_S_WAIT_ACCEPT,      /* responder: Request handed up, no answer yet */
+	MPA_S_WAIT_FIRST,       /* responder: Reply sent, no FPDU from the initiator yet */
+	MPA_S_FULL,             /* full operation */
+	MPA_S_CLOSING,          /* closing: what arrives is dropped */
+	MPA_S_DEAD,             /* reset; freed when the current call ends */
+};
+
+struct mpa_listener {
+	bool used;
+	uint16_t port;
+	struct uiw_mpa_params p;
+	const struct uiw_mpa_ops *ops;
+	void *ctx;
+	struct uiw_mpa *m;
+};
+
+struct uiw_mpa_conn {
+	struct uiw_mpa *m;
+	struct uiw_tcp_conn *tcp;
+	const struct uiw_mpa_ops *ops;
+	void *user;
+	enum mpa_state state;
+	struct uiw_mpa_params p;        /* our side; p.pd points into pd_buf */
+	uint8_t pd_buf[UIW_MPA_PD_MAX];
+	struct uiw_mpa_info info;
+	struct uiw_mpa_rr_info req;     /* responder: the Request (pd points into rr) */
+	uint8_t rr[UIW_MPA_RR_LEN + UIW_MPA_PD_MAX];
+	uint32_t rr_len;
+	struct uiw_mpa_deframer rx;
+	uint32_t tx_pos;                /* stream position of our next FPDU */
+	bool expect_rtr;                /* responder: the first FPDU is the RTR */
+	bool swallow_read_resp;         /* initiator: the Read RTR's empty Read Response */
+	struct rte_mbuf *held[MPA_HELD_MAX];
+	unsigned nheld;
+	uint64_t deadline;              /* 0 = no timer */
+	unsigned in_call;               /* depth of MPA code on the stack for this conn */
+	bool finish_pending;
+	int err;
+	char reason[MPA_REASON_LEN];
+	TAILQ_ENTRY(uiw_mpa_conn) link;
+};
+
+TAILQ_HEAD(mpa_conn_list, uiw_mpa_conn);
+
+struct uiw_mpa {
+	struct uiw_tcp *tcp;
+	struct rte_mempool *pool;
+	uint64_t c[UIW_MPA_C__COUNT];
+	struct mpa_listener ls[MPA_LISTEN_MAX];
+	struct mpa_conn_list conns;
+	unsigned nconns;
+};
+
+static inline void mpa_count(struct uiw_mpa *m, enum uiw_mpa_counter k)
+{
+	m->c[k]++;
+}
+
+/* mpa_conn.c */
+void mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len);
+int mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold);
+void mpa_start_full(struct uiw_mpa_conn *c);
+void mpa_deliver_established(struct uiw_mpa_conn *c);
+
+/* mpa_nego.c */
+void mpa_send_request(struct uiw_mpa_conn *c);
+struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m);
+struct rte_mbuf *mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m);
+int mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p);
+bool mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+bool mpa_read_resp_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+
+#endif

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file RDMAP message bodies (RFC 5040 §4): Read Request and Terminate. */
+#ifndef UIW_RDMAP_WIRE_H
+#define UIW_RDMAP_WIRE_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uiw_be_wire.h"
+
+/* RFC 5040 §4.3 opcodes. */
+#define UIW_RDMAP_WRITE 0
+#define UIW_RDMAP_READ_REQ 1
+#define UIW_RDMAP_READ_RESP 2
+#define UIW_RDMAP_SEND 3
+#define UIW_RDMAP_SEND_INV 4
+#define UIW_RDMAP_SEND_SE 5
+#define UIW_RDMAP_SEND_SE_INV 6
+#define UIW_RDMAP_TERMINATE 7
+
+/* RFC 5040 §4.8: the Terminate control word. Layer and EType share the first byte. */
+#define UIW_TERM_LAYER_RDMAP 0
+#define UIW_TERM_LAYER_DDP 1
+#define UIW_TERM_LAYER_LLP 2
+#define UIW_TERM_HDR_M 0x80       /* DDP Segment Length valid */
+#define UIW_TERM_HDR_D 0x40       /* DDP header included */
+#define UIW_TERM_HDR_R 0x20       /* RDMAP header included */
+
+/* LLP (MPA) error codes, etype 0 (RFC 5044 §8, RFC 6581 §7). */
+#define UIW_TERM_MPA_TCP_CLOSED 0x01
+#define UIW_TERM_MPA_CRC 0x02
+#define UIW_TERM_MPA_MARKER 0x03
+#define UIW_TERM_MPA_BAD_RR 0x04
+#define UIW_TERM_MPA_LOCAL_CATA 0x05
+#define UIW_TERM_MPA_INSUFF_IRD 0x06
+#define UIW_TERM_MPA_NO_RTR 0x07
+
+struct uiw_rdmap_read_req {
+	uiw_be32 sink_stag;
+	uiw_be64 sink_to;
+	uiw_be32 size;
+	uiw_be32 src_stag;
+	uiw_be64 src_to;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_rdmap_read_req) == 28, "Read Request body is 28 bytes");
+static_assert(offsetof(struct uiw_rdmap_read_req, sink_to) == 4, "sink TO at 4");
+static_assert(offsetof(struct uiw_rdmap_read_req, size) == 12, "size at 12");
+static_assert(offsetof(struct uiw_rdmap_read_req, src_stag) == 16, "source STag at 16");
+static_assert(offsetof(struct uiw_rdmap_read_req, src_to) == 20, "source TO at 20");
+
+struct uiw_rdmap_term {
+	uint8_t layer_etype;      /* Layer (high nibble) | EType (low nibble) */
+	uint8_t code;
+	uint8_t hdrct;            /* M D R in the top bits, then reserved */
+	uint8_t rsvd;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_rdmap_term) == 4, "Terminate control is 4 bytes");
+
+static inline void uiw_rdmap_read_req_set(struct uiw_rdmap_read_req *r, uint32_t sink_stag,
+					  uint64_t sink_to, uint32_t size, uint32_t src_stag,
+					  uint64_t src_to)
+{
+	r->sink_stag = uiw_be32_of(sink_stag);
+	r->sink_to = uiw_be64_of(sink_to);
+	r->size = uiw_be32_of(size);
+	r->src_stag = uiw_be32_of(src_stag);
+	r->src_to = uiw_be64_of(src_to);
+}
+
+static inline uint32_t uiw_rdmap_rr_sink_stag(const struct uiw_rdmap_read_req *r) { return uiw_be32_get(r->sink_stag); }
+static inline uint64_t uiw_rdmap_rr_sink_to(const struct uiw_rdmap_read_req *r) { return uiw_be64_get(r->sink_to); }
+static inline uint32_t uiw_rdmap_rr_size(const struct uiw_rdmap_read_req *r) { return uiw_be32_get(r->size); }
+static inline uint32_t uiw_rdmap_rr_src_stag(const struct uiw_rdmap_read_req *r) { return uiw_be32_get(r->src_stag); }
+
+static inline void uiw_rdmap_term_set(struct uiw_rdmap_term *t, uint8_t layer, uint8_t etype,
+				      uint8_t code, uint8_t hdrct)
+{
+	t->layer_etype = (uint8_t)((layer & 0x0f) << 4 | (etype & 0x0f));
+	t->code = code;
+	t->hdrct = hdrct;
+	t->rsvd = 0;
+}
+
+#endif
