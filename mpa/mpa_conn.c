@@ -524,7 +524,8 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 	c->user = user;
 	if (p != &c->p) {
 		c->p = *p;
-		memcpy(c->pd_buf, p->pd, p->pd_len);
+		if (p->pd_len > 0)
+			memcpy(c->pd_buf, p->pd, p->pd_len);
 		c->p.pd = c->pd_buf;
 		c->p.pd_max = pd_max;
 		c->p.timeout_ms = timeout;

@@ -250,7 +250,13 @@ struct rte_mbuf *mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 		}
 		/* Answer in MPA terms where the frame was MPA (RFC 5044 §7.1.2): a Reply with
 		 * R=1 and our own revision, then close. */
-		c->req = (struct uiw_mpa_rr_info){ .rev = UIW_MPA_REV2, .enhanced = true };
+		uint8_t rev = r == UIW_MPA_PARSE_BAD_REV ? UIW_MPA_REV2 : c->rr[17];
+
+		c->req = (struct uiw_mpa_rr_info){
+			.rev = rev, .crc = (c->rr[16] & UIW_MPA_FLAG_C) != 0,
+			.enhanced = rev == UIW_MPA_REV2 &&
+				    (r == UIW_MPA_PARSE_BAD_REV || (c->rr[16] & UIW_MPA_FLAG_ENHANCED)),
+		};
 		mpa_set_reason(c, -EPROTO, "bad Request: %s", uiw_mpa_parse_name(r));
 		uiw_mpa_reject(c, NULL, 0);
 		return NULL;

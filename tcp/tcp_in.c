@@ -381,6 +381,10 @@ static void enter_time_wait(struct uiw_tcp_conn *c)
 		c->ops->closed(c->user, c, 0);
 	c->flags |= TF_DETACHED;
 	if (t->time_wait_ns == 0) {
+		/* No TIME-WAIT: the ACK of the peer's FIN must still leave before the TCB goes,
+		 * or the peer retransmits its FIN and meets a RST. */
+		if (c->flags & TF_ACK_NOW)
+			tcp_send_ack(c);
 		tcp_conn_drop(c, 0);
 		return;
 	}

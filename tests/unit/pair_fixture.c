@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "pair_fixture.h"
+
+#include <check.h>
+#include <string.h>
+
+#include "check_common.h"
+#include "uiw_time.h"
+
+struct pair_side pair_a, pair_b;
+static struct pair_q q_ab, q_ba;
+
+static uint16_t q_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct pair_side *s = port->user;
+	uint16_t k = 0;
+
+	while (k < n && s->txq->tail - s->txq->head < PAIR_Q_LEN) {
+		s->txq->m[s->txq->tail % PAIR_Q_LEN] = pkts[k++];
+		s->txq->tail++;
+	}
+	return k;
+}
+
+static uint16_t q_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct pair_side *s = port->user;
+	uint16_t k = 0;
+
+	while (k < n && s->rxq->head != s->rxq->tail) {
+		pkts[k++] = s->rxq->m[s->rxq->head % PAIR_Q_LEN];
+		s->rxq->head++;
+	}
+	return k;
+}
+
+static void side_up(struct pair_side *s, const struct uiw_config *base, uint32_t ip,
+		    uint8_t last, struct pair_q *rxq, struct pair_q *txq)
+{
+	struct rte_ether_addr mac = { { 0x02, 0, 0, 0, 0, last } };
+	struct uiw_config cfg = *base;
+
+	memset(s, 0, sizeof(*s));
+	cfg.ip = ip;
+	cfg.prefix_len = 24;
+	s->rxq = rxq;
+	s->txq = txq;
+	uiw_port_init_test(&s->port, test_pool(), &mac, 1500, q_rx, q_tx, s);
+	uiw_net_init(&s->net, &s->port, &cfg);
+	ck_assert_int_eq(uiw_tcp_create(&s->tcp, &s->net, &cfg), 0);
+	ck_assert_int_eq(uiw_mpa_create(&s->mpa, s->tcp, test_pool()), 0);
+	uiw_net_start(&s->net, uiw_now_ns());
+}
+
+void pair_setup_cfg(const struct uiw_config *cfg)
+{
+	memset(&q_ab, 0, sizeof(q_ab));
+	memset(&q_ba, 0, sizeof(q_ba));
+	side_up(&pair_a, cfg, PAIR_IP_A, 1, &q_ba, &q_ab);
+	side_up(&pair_b, cfg, PAIR_IP_B, 2, &q_ab, &q_ba);
+}
+
+void pair_setup(void)
+{
+	struct uiw_config cfg;
+
+	uiw_config_defaults(&cfg);
+	cfg.tcp_max_conns = 64;
+	cfg.tcp_time_wait_ms = 0;   /* also covers the last ACK without TIME-WAIT */
+	cfg.tcp_delack_us = 0;
+	pair_setup_cfg(&cfg);
+}
+
+static void q_drain(struct pair_q *q)
+{
+	while (q->head != q->tail)
+		rte_pktmbuf_free(q->m[q->head++ % PAIR_Q_LEN]);
+}
+
+static void side_down(struct pair_side *s)
+{
+	uiw_mpa_destroy(s->mpa);
+	uiw_tcp_destroy(s->tcp);
+	uiw_net_fini(&s->net);
+	uiw_port_close(&s->port);
+}
+
+void pair_teardown(void)
+{
+	side_down(&pair_a);
+	side_down(&pair_b);
+	q_drain(&q_ab);
+	q_drain(&q_ba);
+}
+
+void pair_poll(void)
+{
+	uint64_t now = uiw_now_ns();
+
+	uiw_tcp_poll(pair_a.tcp, now);
+	uiw_tcp_poll(pair_b.tcp, now);
+	uiw_mpa_run(pair_a.mpa, now);
+	uiw_mpa_run(pair_b.mpa, now);
+}
+
+bool pair_run_until(bool (*done)(void *arg), void *arg, unsigned ms)
+{
+	uint64_t end = uiw_now_ns() + (uint64_t)ms * UIW_NS_PER_MS;
+
+	while (!done(arg)) {
+		if (uiw_now_ns() > end)
+			return done(arg);
+		pair_poll();
+	}
+	return true;
+}
+
+void pair_run_for(unsigned ms)
+{
+	uint64_t end = uiw_now_ns() + (uint64_t)ms * UIW_NS_PER_MS;
+
+	while (uiw_now_ns() < end)
+		pair_poll();
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Two stack instances (ports, lower half, TCP, MPA) joined back to back by in-memory
+ * queues in one process, on the test pool, polled in one loop.
+ */
+#ifndef UIW_PAIR_FIXTURE_H
+#define UIW_PAIR_FIXTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mpa.h"
+#include "net.h"
+#include "tcp.h"
+
+#define PAIR_Q_LEN 8192
+#define PAIR_IP_A 0x0a000001u
+#define PAIR_IP_B 0x0a000002u
+
+struct pair_q {
+	struct rte_mbuf *m[PAIR_Q_LEN];
+	unsigned head, tail;
+};
+
+struct pair_side {
+	struct uiw_port port;
+	struct uiw_net net;
+	struct uiw_tcp *tcp;
+	struct uiw_mpa *mpa;
+	struct pair_q *rxq, *txq;
+};
+
+extern struct pair_side pair_a, pair_b;
+
+/** Brings both sides up with @p cfg (each gets its own address). */
+void pair_setup_cfg(const struct uiw_config *cfg);
+void pair_setup(void);
+void pair_teardown(void);
+
+/** One poll pass of both sides plus MPA timeouts. */
+void pair_poll(void);
+
+/** Polls until @p done(arg) or @p ms milliseconds pass. @return done's last answer. */
+bool pair_run_until(bool (*done)(void *arg), void *arg, unsigned ms);
+
+/** Polls for @p ms milliseconds. */
+void pair_run_for(unsigned ms);
+
+#endif

@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPA connections between two stack instances (pair_fixture), and against a raw TCP peer
+ * written here that sends exactly the bytes a test wants: negotiation (RFC 5044 §7.1,
+ * RFC 6581), held responder sends, Terminates for MPA errors, timeouts.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_common.h"
+#include "pair_fixture.h"
+#include "uiw_time.h"
+
+#define PORT 7174
+#define RX_MAX (256 * 1024)
+
+/* What one MPA endpoint saw. */
+struct ep {
+	struct uiw_mpa_conn *c;
+	struct uiw_mpa_params accept_p;   /* responder: the policy it accepts with */
+	bool defer_accept;
+	bool requested, established, rejected, closed;
+	int err;
+	struct uiw_mpa_info info;
+	uint8_t peer_pd[UIW_MPA_PD_MAX];
+	int peer_pd_len;
+	uint8_t rx[RX_MAX];
+	uint32_t rx_len;
+	unsigned rx_n;
+	char reason[128];
+};
+
+static struct ep ini, rsp;
+
+static void ep_reset(struct ep *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->peer_pd_len = -1;
+}
+
+static void on_request(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req);
+static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_info *info);
+static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t len);
+static int on_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+static void on_closed(void *user, struct uiw_mpa_conn *c, int err);
+
+static const struct uiw_mpa_ops ep_ops = {
+	.request = on_request, .established = on_established, .rejected = on_rejected,
+	.ulpdu = on_ulpdu, .closed = on_closed,
+};
+
+static void on_request(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req)
+{
+	struct ep *e = ctx;
+
+	e->c = c;
+	e->requested = true;
+	e->peer_pd_len = req->pd_len;
+	memcpy(e->peer_pd, req->pd, req->pd_len);
+	if (!e->defer_accept)
+		ck_assert_int_eq(uiw_mpa_accept(c, &e->accept_p, &ep_ops, e), 0);
+}
+
+static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_info *info)
+{
+	struct ep *e = user;
+
+	e->c = c;
+	e->established = true;
+	e->info = *info;
+	if (info->initiator) {
+		e->peer_pd_len = info->pd_len;
+		memcpy(e->peer_pd, info->pd, info->pd_len);
+	} else {
+		/* The Request's private data is what established repeats. */
+		ck_assert_int_eq(info->pd_len, e->peer_pd_len);
+		ck_assert_mem_eq(info->pd, e->peer_pd, info->pd_len);
+	}
+}
+
+static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t len)
+{
+	struct ep *e = user;
+
+	(void)c;
+	e->rejected = true;
+	e->peer_pd_len = len;
+	memcpy(e->peer_pd, pd, len);
+}
+
+static int on_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+{
+	struct ep *e = user;
+
+	(void)c;
+	ck_assert_uint_le(e->rx_len + u->len, RX_MAX);
+	ck_assert_uint_eq(uiw_mpa_ulpdu_copy(u, 0, e->rx + e->rx_len, u->len), u->len);
+	e->rx_len += u->len;
+	e->rx_n++;
+	return 0;
+}
+
+static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
+{
+	struct ep *e = user;
+
+	e->closed = true;
+	e->err = err;
+	snprintf(e->reason, sizeof(e->reason), "%s", uiw_mpa_reason(c));
+	e->c = NULL;
+}
+
+static void pattern(uint8_t *p, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static bool both_settled(void *arg)
+{
+	(void)arg;
+	return (ini.established || ini.closed) && (rsp.established || rsp.closed || !rsp.requested) &&
+	       (ini.closed || rsp.established);
+}
+
+static bool both_closed(void *arg)
+{
+	(void)arg;
+	return ini.closed && (rsp.closed || !rsp.requested);
+}
+
+static bool got_octets(void *arg)
+{
+	const uint32_t *want = arg;
+
+	return ini.rx_len >= want[0] && rsp.rx_len >= want[1];
+}
+
+static uint64_t ctr(struct pair_side *s, enum uiw_mpa_counter k)
+{
+	return uiw_mpa_counters(s->mpa)[k];
+}
+
+static void params(struct uiw_mpa_params *p)
+{
+	struct uiw_config cfg;
+
+	uiw_config_defaults(&cfg);
+	uiw_mpa_params_from_config(p, &cfg);
+	p->crc = false;
+	p->timeout_ms = 2000;
+}
+
+static void setup(void)
+{
+	pair_setup();
+	ep_reset(&ini);
+	ep_reset(&rsp);
+}
+
+static void teardown(void)
+{
+	pair_teardown();
+}
+
+/* Sends ULPDUs of the given sizes (pattern seeded by the size). */
+static void send_sizes(struct ep *e, const uint32_t *sizes, unsigned n)
+{
+	static uint8_t buf[65536];
+
+	for (unsigned i = 0; i < n; i++) {
+		struct uiw_mpa_iov iov = { buf, sizes[i] };
+
+		pattern(buf, sizes[i], (uint8_t)sizes[i]);
+		ck_assert_int_eq(uiw_mpa_send(e->c, &iov, 1), 0);
+	}
+}
+
+static void check_received(const struct ep *e, const uint32_t *sizes, unsigned n)
+{
+	static uint8_t want[65536];
+	uint32_t off = 0;
+
+	ck_assert_uint_eq(e->rx_n, n);
+	for (unsigned i = 0; i < n; i++) {
+		pattern(want, sizes[i], (uint8_t)sizes[i]);
+		ck_assert_mem_eq(e->rx + off, want, sizes[i]);
+		off += sizes[i];
+	}
+	ck_assert_uint_eq(e->rx_len, off);
+}
+
+/*
+ * The negotiation matrix: revision x CRC x Markers x (no peer-to-peer, Send, Write or
+ * Read RTR) x private data 0, 1, 252, 256, 512, 513 octets, the responder at siw's cap
+ * of 256; then data both ways, then an orderly close.
+ */
+static const uint16_t pd_sizes[] = { 0, 1, 252, 256, 512, 513 };
+static const enum uiw_mpa_rtr modes[] = { UIW_MPA_RTR_NONE, UIW_MPA_RTR_SEND, UIW_MPA_RTR_WRITE,
+					  UIW_MPA_RTR_READ };
+
+START_TEST(negotiation_matrix)
+{
+	unsigned i = (unsigned)_i;
+	uint8_t rev = (uint8_t)(1 + i % 2);
+	bool crc = (i / 2) % 2, markers = (i / 4) % 2;
+	enum uiw_mpa_rtr mode = modes[(i / 8) % 4];
+	uint16_t pd_len = pd_sizes[(i / 32) % 6];
+	bool p2p = rev == 2 && mode != UIW_MPA_RTR_NONE;
+	uint32_t wire_pd = pd_len + (rev == 2 ? 4u : 0u);
+	static uint8_t pd[600], rpd[300];
+	struct uiw_mpa_params ip, lp;
+
+	params(&ip);
+	ip.rev = rev;
+	ip.crc = crc;
+	ip.markers = markers;
+	ip.p2p = mode != UIW_MPA_RTR_NONE;
+	ip.rtr = (uint8_t)mode;
+	ip.ird = 3;
+	ip.ord = 9;
+	ip.pd_max = 512;
+	pattern(pd, sizeof(pd), 1);
+	ip.pd = pd;
+	ip.pd_len = pd_len;
+	params(&lp);
+	rsp.accept_p = lp;
+	rsp.accept_p.markers = markers;
+	rsp.accept_p.rtr = UIW_MPA_RTR_SEND | UIW_MPA_RTR_WRITE | UIW_MPA_RTR_READ;
+	rsp.accept_p.ird = 7;
+	rsp.accept_p.ord = 4;
+	pattern(rpd, sizeof(rpd), 9);
+	rsp.accept_p.pd = rpd;
+	rsp.accept_p.pd_len = pd_len < 252 ? pd_len : 252;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+
+	int rc = uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c);
+
+	if (wire_pd > UIW_MPA_PD_MAX) {
+		ck_assert_int_eq(rc, -EINVAL);
+		ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.mpa), 0);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	if (wire_pd > 256) {
+		/* Over the responder's cap: R=1, the owner never hears of it. */
+		ck_assert(pair_run_until(both_closed, NULL, 3000));
+		ck_assert(ini.rejected);
+		ck_assert_int_eq(ini.err, -ECONNREFUSED);
+		ck_assert(!rsp.requested);
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_bad_pd_len), 1);
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_reject_tx), 1);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_reject_rx), 1);
+		return;
+	}
+	ck_assert_msg(ini.established && rsp.established, "%s / %s", ini.reason, rsp.reason);
+	/* Private data both ways, unchanged (the IRD/ORD words are not part of it). */
+	ck_assert_int_eq(rsp.peer_pd_len, pd_len);
+	ck_assert_mem_eq(rsp.peer_pd, pd, pd_len);
+	ck_assert_int_eq(ini.peer_pd_len, rsp.accept_p.pd_len);
+	ck_assert_mem_eq(ini.peer_pd, rpd, rsp.accept_p.pd_len);
+	for (int s = 0; s < 2; s++) {
+		const struct uiw_mpa_info *n = s ? &rsp.info : &ini.info;
+
+		ck_assert_uint_eq(n->rev, rev);
+		ck_assert_int_eq(n->crc, crc);
+		ck_assert_int_eq(n->markers_tx, markers);
+		ck_assert_int_eq(n->markers_rx, markers);
+		ck_assert_int_eq(n->p2p, p2p);
+		ck_assert_int_eq(n->rtr, p2p ? mode : UIW_MPA_RTR_NONE);
+		ck_assert_uint_eq(n->mulpdu, uiw_mpa_mulpdu(1448, markers));
+	}
+	/* RFC 6581 §5: the responder's ORD is at most the initiator's IRD. */
+	ck_assert_uint_eq(rsp.info.ord, rev == 2 ? 3 : 4);
+	ck_assert_uint_eq(rsp.info.ird, rev == 2 ? 9 : 7);
+	ck_assert_uint_eq(ini.info.ord, 9);
+	ck_assert_uint_eq(ini.info.ird, 3);
+	ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_rtr_tx), p2p);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_rtr_rx), p2p);
+
+	/* Data both ways; the responder's first sends wait for the initiator's first FPDU. */
+	uint32_t mul = ini.info.mulpdu;
+	uint32_t a_sizes[] = { 1, mul, 77, 0 }, b_sizes[] = { 10, mul, 3 };
+	uint32_t want[2] = { 10 + mul + 3, 1 + mul + 77 };
+
+	send_sizes(&rsp, b_sizes, 3);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_fpdu_held), p2p ? 0 : 3);
+	send_sizes(&ini, a_sizes, 4);
+	ck_assert(pair_run_until(got_octets, want, 3000));
+	pair_run_for(5);
+	check_received(&ini, b_sizes, 3);
+	check_received(&rsp, a_sizes, 4);
+	uiw_mpa_close(ini.c);
+	ck_assert(pair_run_until(both_closed, NULL, 3000));
+	ck_assert_msg(ini.err == 0 && rsp.err == 0, "%s / %s", ini.reason, rsp.reason);
+	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.mpa) + uiw_mpa_conn_count(pair_b.mpa), 0);
+	ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_crc_err) + ctr(&pair_b, UIW_MPA_C_crc_err), 0);
+}
+END_TEST
+
+/* ---- A raw TCP peer on side A (connecting) or side B (listening). ---- */
+
+struct raw {
+	struct uiw_tcp_conn *c;
+	uint8_t rx[RX_MAX];
+	uint32_t rx_len;
+	bool connected, peer_closed, closed;
+	int err;
+};
+
+static struct raw raw;
+
+static void raw_connected(void *user, struct uiw_tcp_conn *c)
+{
+	(void)c;
+	((struct raw *)user)->connected = true;
+}
+
+static void raw_recv(void *user, struct uiw_tcp_conn *c, struct rte_mbuf *m)
+{
+	struct raw *r = user;
+
+	(void)c;
+	ck_assert_uint_le(r->rx_len + m->pkt_len, RX_MAX);
+	r->rx_len += (uint32_t)frame_bytes(m, r->rx + r->rx_len, RX_MAX - r->rx_len);
+	rte_pktmbuf_free(m);
+}
+
+static void raw_peer_closed(void *user, struct uiw_tcp_conn *c)
+{
+	((struct raw *)user)->peer_closed = true;
+	uiw_tcp_close(c);
+}
+
+static void raw_closed(void *user, struct uiw_tcp_conn *c, int err)
+{
+	struct raw *r = user;
+
+	(void)c;
+	r->closed = true;
+	r->err = err;
+	r->c = NULL;
+}
+
+static const struct uiw_tcp_ops raw_ops = {
+	.connected = raw_connected, .recv = raw_recv, .peer_closed = raw_peer_closed,
+	.closed = raw_closed,
+};
+
+static int raw_accept(void *ctx, struct uiw_tcp_conn *c)
+{
+	struct raw *r = ctx;
+
+	r->c = c;
+	r->connected = true;
+	uiw_tcp_set_user(c, &raw_ops, r);
+	return 0;
+}
+
+static const struct uiw_tcp_ops raw_listen_ops = { .accept = raw_accept };
+
+static bool raw_is(void *arg)
+{
+	const bool *flag = arg;
+
+	return *flag;
+}
+
+static bool raw_has(void *arg)
+{
+	return raw.rx_len >= *(const uint32_t *)arg;
+}
+
+static void raw_send(const void *p, size_t n)
+{
+	ck_assert_int_eq(uiw_tcp_send(raw.c, frame_copy(p, n), UIW_TCP_SEND_RECORD), 0);
+}
+
+/* A raw initiator connected to the MPA listener on B. */
+static void raw_connect_to_listener(const struct uiw_mpa_params *lp)
+{
+	memset(&raw, 0, sizeof(raw));
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_tcp_connect(pair_a.tcp, PAIR_IP_B, PORT, &raw_ops, &raw, uiw_now_ns(), &raw.c), 0);
+	ck_assert(pair_run_until(raw_is, &raw.connected, 2000));
+}
+
+/* An MPA initiator on A connected to a raw listener on B. */
+static void mpa_connect_to_raw(const struct uiw_mpa_params *ip)
+{
+	static uint32_t req_len;
+
+	memset(&raw, 0, sizeof(raw));
+	ck_assert_int_eq(uiw_tcp_listen(pair_b.tcp, PORT, 16, &raw_listen_ops, &raw), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	req_len = UIW_MPA_RR_LEN + ip->pd_len + (ip->rev == 2 ? 4u : 0u);
+	ck_assert(pair_run_until(raw_has, &req_len, 2000));
+	ck_assert_uint_eq(raw.rx_len, req_len);   /* nothing after the Request */
+	ck_assert_mem_eq(raw.rx, UIW_MPA_KEY_REQ, UIW_MPA_KEY_LEN);
+}
+
+static size_t rr_bytes(uint8_t *buf, bool reply, uint8_t flags, uint8_t rev, const uint8_t *pd,
+		       uint16_t pd_len)
+{
+	memcpy(buf, reply ? UIW_MPA_KEY_REP : UIW_MPA_KEY_REQ, UIW_MPA_KEY_LEN);
+	buf[16] = flags;
+	buf[17] = rev;
+	buf[18] = (uint8_t)(pd_len >> 8);
+	buf[19] = (uint8_t)pd_len;
+	if (pd_len > 0)
+		memcpy(buf + 20, pd, pd_len);
+	return 20u + pd_len;
+}
+
+/* siw's rev 2 Request with IRD/ORD 1/1 and C=0 (WIRE.md §1.5, rping-siw.pcapng). */
+static size_t siw_request(uint8_t *buf, uint8_t flags)
+{
+	static const uint8_t v2[] = { 0x00, 0x01, 0x00, 0x01 };
+
+	return rr_bytes(buf, false, (uint8_t)(0x10 | flags), 2, v2, 4);
+}
+
+/* The Terminate we expect for an LLP error @p code, after @p off octets of the stream. */
+static void assert_terminate_at(uint32_t off, uint8_t code)
+{
+	static const uint8_t hdr[] = { 0x00, 0x16, 0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1,
+				       0, 0, 0, 0 };
+	uint32_t want = off + 28;
+
+	ck_assert(pair_run_until(raw_has, &want, 2000));
+	ck_assert_mem_eq(raw.rx + off, hdr, sizeof(hdr));
+	ck_assert_uint_eq(raw.rx[off + 20], 0x20);   /* layer LLP, etype 0 (RFC 5040 order) */
+	ck_assert_uint_eq(raw.rx[off + 21], code);
+	ck_assert_uint_eq(raw.rx[off + 22], 0);      /* no echoed header */
+	ck_assert(pair_run_until(raw_is, &raw.peer_closed, 2000));
+}
+
+START_TEST(responder_holds_sends_until_first_fpdu)
+{
+	uint8_t req[64], fpdu[64];
+	struct uiw_mpa_params lp;
+	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
+	uint32_t sizes[] = { 5, 6 };
+
+	params(&lp);
+	rsp.accept_p = lp;
+	raw_connect_to_listener(&lp);
+	raw_send(req, siw_request(req, 0));
+	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	send_sizes(&rsp, sizes, 2);
+	pair_run_for(30);
+	/* The Reply alone: 20 octets and IRD/ORD. */
+	ck_assert_uint_eq(raw.rx_len, 24);
+	ck_assert_mem_eq(raw.rx, UIW_MPA_KEY_REP, UIW_MPA_KEY_LEN);
+	ck_assert_uint_eq(raw.rx[16], 0x10);   /* enhanced, C=0 (both sides asked for none) */
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_fpdu_held), 2);
+	/* The initiator's first FPDU releases them. */
+	uint32_t n = uiw_mpa_fpdu_encode(&out, 1, 0, false, false, &in, 1), want = 24 + 8 + 8 + 8;
+
+	raw_send(fpdu, n);
+	ck_assert(pair_run_until(raw_has, &want, 2000));
+	ck_assert_uint_eq(rsp.rx_n, 1);
+	ck_assert_uint_eq(raw.rx[24 + 1], 5);
+	ck_assert_uint_eq(raw.rx[24 + 12 + 1], 6);
+}
+END_TEST
+
+START_TEST(initiator_takes_fpdu_behind_reply)
+{
+	static const uint8_t v2[] = { 0x00, 0x01, 0x00, 0x01 };
+	uint8_t buf[128], payload[30];
+	struct uiw_mpa_params ip;
+	struct uiw_mpa_iov in = { payload, sizeof(payload) }, out;
+	size_t n;
+
+	params(&ip);
+	mpa_connect_to_raw(&ip);
+	/* siw as responder: Reply and its first FPDU in one segment (WIRE.md §1.5). */
+	n = rr_bytes(buf, true, 0x10, 2, v2, 4);
+	pattern(payload, sizeof(payload), 4);
+	out = (struct uiw_mpa_iov){ buf + n, sizeof(buf) - n };
+	n += uiw_mpa_fpdu_encode(&out, 1, 0, false, false, &in, 1);
+	raw_send(buf, n);
+	ck_assert(pair_run_until(raw_is, &ini.established, 2000));
+	pair_run_for(10);
+	ck_assert_uint_eq(ini.rx_n, 1);
+	ck_assert_mem_eq(ini.rx, payload, sizeof(payload));
+	ck_assert_uint_eq(ini.info.ird, 16);
+	ck_assert_uint_eq(ini.info.ord, 1);
+}
+END_TEST
+
+START_TEST(bad_requests_answered)
+{
+	uint8_t req[600];
+	struct uiw_mpa_params lp;
+	size_t n;
+
+	params(&lp);
+	rsp.accept_p = lp;
+	raw_connect_to_listener(&lp);
+	switch (_i) {
+	case 0: /* wrong key: not MPA, reset */
+		n = siw_request(req, 0);
+		req[3] = 'X';
+		raw_send(req, n);
+		ck_assert(pair_run_until(raw_is, &raw.closed, 2000));
+		ck_assert_int_eq(raw.err, -ECONNRESET);
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_bad_key), 1);
+		break;
+	case 1: /* revision 3: R=1 with our revision */
+		n = rr_bytes(req, false, 0, 3, NULL, 0);
+		raw_send(req, n);
+		ck_assert(pair_run_until(raw_is, &raw.peer_closed, 2000));
+		ck_assert_mem_eq(raw.rx, UIW_MPA_KEY_REP, UIW_MPA_KEY_LEN);
+		ck_assert_uint_eq(raw.rx[16] & 0x20, 0x20);
+		ck_assert_uint_eq(raw.rx[17], 2);
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_bad_rev), 1);
+		break;
+	case 2: /* 300 octets of private data, over the cap of 256 */
+		static const uint8_t zeros[300];
+
+		n = rr_bytes(req, false, 0x10, 2, zeros, 300);
+		raw_send(req, n);
+		ck_assert(pair_run_until(raw_is, &raw.peer_closed, 2000));
+		ck_assert_uint_eq(raw.rx[16] & 0x20, 0x20);
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_bad_pd_len), 1);
+		break;
+	case 3: /* octets after the Request before the Reply (RFC 5044 §7.1.2) */
+		n = siw_request(req, 0);
+		memset(req + n, 0, 8);
+		rsp.defer_accept = true;
+		raw_send(req, n + 8);
+		ck_assert(pair_run_until(raw_is, &raw.closed, 2000));
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_early_data), 1);
+		break;
+	case 4: /* Markers asked for, mpa_markers_ok=0: R=1 with M clear, as siw */
+		uiw_mpa_unlisten(pair_b.mpa, PORT);
+		lp.markers_ok = false;
+		ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT + 1, 16, &lp, &ep_ops, &rsp), 0);
+		memset(&raw, 0, sizeof(raw));
+		ck_assert_int_eq(uiw_tcp_connect(pair_a.tcp, PAIR_IP_B, PORT + 1, &raw_ops, &raw,
+						 uiw_now_ns(), &raw.c), 0);
+		ck_assert(pair_run_until(raw_is, &raw.connected, 2000));
+		raw_send(req, siw_request(req, 0x80));
+		ck_assert(pair_run_until(raw_is, &raw.peer_closed, 2000));
+		ck_assert_uint_eq(raw.rx[16] & 0xa0, 0x20);
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_markers_refused), 1);
+		break;
+	}
+	ck_assert(!rsp.requested);
+}
+END_TEST
+
+START_TEST(bad_replies_terminated)
+{
+	static const uint8_t v2_write[] = { 0x80, 0x01, 0x80, 0x01 };
+	static const uint8_t v2[] = { 0x00, 0x01, 0x00, 0x01 };
+	struct uiw_mpa_params ip;
+	uint8_t rep[64];
+	size_t n;
+	uint32_t req_len = 24;
+
+	params(&ip);
+	if (_i == 2) {
+		ip.p2p = true;
+		ip.rtr = UIW_MPA_RTR_READ;
+	}
+	mpa_connect_to_raw(&ip);
+	switch (_i) {
+	case 0: /* wrong key: Terminate LLP 0x04 (WIRE.md §1.5) */
+		n = rr_bytes(rep, true, 0x10, 2, v2, 4);
+		rep[0] = 'm';
+		raw_send(rep, n);
+		assert_terminate_at(req_len, 0x04);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_bad_key), 1);
+		break;
+	case 1: /* R=1: rejected with the responder's private data */
+		n = rr_bytes(rep, true, 0x30, 2, (const uint8_t *)"\0\0\0\0why", 7);
+		raw_send(rep, n);
+		ck_assert(pair_run_until(raw_is, &ini.closed, 2000));
+		ck_assert(ini.rejected);
+		ck_assert_int_eq(ini.peer_pd_len, 3);
+		ck_assert_mem_eq(ini.peer_pd, "why", 3);
+		ck_assert_int_eq(ini.err, -ECONNREFUSED);
+		break;
+	case 2: /* Write RTR chosen where only Read was offered: LLP 0x07 */
+		n = rr_bytes(rep, true, 0x10, 2, v2_write, 4);
+		raw_send(rep, n);
+		assert_terminate_at(req_len, 0x07);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_bad_reply), 1);
+		break;
+	case 3: /* revision raised */
+		n = rr_bytes(rep, true, 0x10, 2, v2, 4);
+		ip.rev = 1;
+		uiw_mpa_abort(ini.c, "test");
+		ep_reset(&ini);
+		uiw_tcp_unlisten(pair_b.tcp, PORT);
+		pair_run_for(5);
+		mpa_connect_to_raw(&ip);
+		raw_send(rep, n);
+		assert_terminate_at(20, 0x04);
+		break;
+	}
+	if (_i != 1) {
+		ck_assert(pair_run_until(raw_is, &ini.closed, 2000));
+		ck_assert_int_eq(ini.err, -EPROTO);
+		ck_assert(!ini.established);
+	}
+}
+END_TEST
+
+START_TEST(timeouts)
+{
+	struct uiw_mpa_params p;
+	uint8_t req[64];
+
+	params(&p);
+	p.timeout_ms = 50;
+	if (_i == 0) {
+		/* A responder that never answers. */
+		mpa_connect_to_raw(&p);
+		ck_assert(pair_run_until(raw_is, &ini.closed, 2000));
+		ck_assert_int_eq(ini.err, -ETIMEDOUT);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_timeout), 1);
+	} else if (_i == 1) {
+		/* An initiator that never sends its Request. */
+		raw_connect_to_listener(&p);
+		ck_assert(pair_run_until(raw_is, &raw.closed, 2000));
+		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_timeout), 1);
+	} else {
+		/* Peer-to-peer: an initiator that never sends its RTR. */
+		static const uint8_t v2[] = { 0x80, 0x01, 0x80, 0x01 };
+
+		rsp.accept_p = p;
+		raw_connect_to_listener(&p);
+		raw_send(req, rr_bytes(req, false, 0x10, 2, v2, 4));
+		ck_assert(pair_run_until(raw_is, &rsp.closed, 2000));
+		ck_assert(!rsp.established);
+		ck_assert_int_eq(rsp.err, -ETIMEDOUT);
+	}
+	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.mpa) + uiw_mpa_conn_count(pair_b.mpa), 0);
+}
+END_TEST
+
+/* In full operation, a bad CRC and a Marker off its FPDU are Terminated (RFC 5044 §8). */
+START_TEST(stream_errors_terminated)
+{
+	uint8_t req[64], fpdu[64];
+	struct uiw_mpa_params lp;
+	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
+	bool markers = _i == 1;
+	uint32_t n;
+
+	params(&lp);
+	lp.crc = true;
+	lp.markers = markers;
+	rsp.accept_p = lp;
+	raw_connect_to_listener(&lp);
+	raw_send(req, siw_request(req, 0));
+	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	ck_assert(rsp.info.crc);
+	n = uiw_mpa_fpdu_encode(&out, 1, 0, markers, true, &in, 1);
+	if (markers)
+		fpdu[3] = 4;       /* the leading Marker's FPDUPTR */
+	else
+		fpdu[n - 1] ^= 1;  /* the CRC */
+	raw_send(fpdu, n);
+	/* The Terminate is the responder's first FPDU, with CRC; with Markers asked of us,
+	 * it starts with a Marker. */
+	uint32_t want = 24 + 28;
+
+	ck_assert(pair_run_until(raw_has, &want, 2000));
+	ck_assert_uint_eq(raw.rx[24 + 1], 0x16);
+	ck_assert_uint_eq(raw.rx[24 + 20], 0x20);
+	ck_assert_uint_eq(raw.rx[24 + 21], markers ? 0x03 : 0x02);
+	ck_assert_uint_eq(rsp.rx_n, 0);
+	ck_assert(pair_run_until(raw_is, &rsp.closed, 2000));
+	ck_assert_int_eq(rsp.err, -EPROTO);
+	ck_assert_uint_eq(ctr(&pair_b, markers ? UIW_MPA_C_marker_err : UIW_MPA_C_crc_err), 1);
+}
+END_TEST
+
+START_TEST(wrong_rtr_terminated)
+{
+	static const uint8_t v2[] = { 0x80, 0x01, 0x80, 0x01 };
+	uint8_t req[64], fpdu[64];
+	uint8_t send0[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { send0, sizeof(send0) }, out = { fpdu, sizeof(fpdu) };
+	struct uiw_mpa_params lp;
+
+	params(&lp);
+	rsp.accept_p = lp;
+	raw_connect_to_listener(&lp);
+	raw_send(req, rr_bytes(req, false, 0x10, 2, v2, 4));   /* Write RTR offered */
+	uint32_t want = 24;
+
+	ck_assert(pair_run_until(raw_has, &want, 2000));
+	ck_assert_uint_eq(raw.rx[24 - 2] & 0x80, 0x80);         /* Write RTR picked */
+	raw_send(fpdu, uiw_mpa_fpdu_encode(&out, 1, 0, false, false, &in, 1));   /* a Send */
+	assert_terminate_at(24, 0x07);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_rtr_bad), 1);
+	ck_assert(!rsp.established);
+}
+END_TEST
+
+START_TEST(pd_512_with_raised_cap)
+{
+	static uint8_t pd[512];
+	struct uiw_mpa_params ip, lp;
+
+	params(&ip);
+	params(&lp);
+	ip.rev = 1;
+	ip.pd = pd;
+	ip.pd_len = 512;
+	pattern(pd, sizeof(pd), 3);
+	lp.pd_max = 512;
+	rsp.accept_p = lp;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert(ini.established && rsp.established);
+	ck_assert_int_eq(rsp.peer_pd_len, 512);
+	ck_assert_mem_eq(rsp.peer_pd, pd, 512);
+}
+END_TEST
+
+START_TEST(responder_crc_and_reject_by_owner)
+{
+	struct uiw_mpa_params ip, lp;
+
+	params(&ip);
+	params(&lp);
+	rsp.accept_p = lp;
+	rsp.accept_p.crc = true;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert(ini.info.crc && rsp.info.crc);
+	uiw_mpa_close(ini.c);
+	ck_assert(pair_run_until(both_closed, NULL, 3000));
+	/* The owner rejects with private data. */
+	ep_reset(&ini);
+	ep_reset(&rsp);
+	rsp.defer_accept = true;
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(raw_is, &rsp.requested, 3000));
+	ck_assert_int_eq(uiw_mpa_reject(rsp.c, (const uint8_t *)"busy", 4), 0);
+	ck_assert(pair_run_until(both_closed, NULL, 3000));
+	ck_assert(ini.rejected);
+	ck_assert_int_eq(ini.peer_pd_len, 4);
+	ck_assert_mem_eq(ini.peer_pd, "busy", 4);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mpa_conn");
+	TCase *tc = tcase_with_leak_check("mpa_conn", setup, teardown);
+
+	tcase_add_loop_test(tc, negotiation_matrix, 0, 2 * 2 * 2 * 4 * 6);
+	tcase_add_test(tc, responder_holds_sends_until_first_fpdu);
+	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
+	tcase_add_loop_test(tc, bad_requests_answered, 0, 5);
+	tcase_add_loop_test(tc, bad_replies_terminated, 0, 4);
+	tcase_add_loop_test(tc, timeouts, 0, 3);
+	tcase_add_loop_test(tc, stream_errors_terminated, 0, 2);
+	tcase_add_test(tc, wrong_rtr_terminated);
+	tcase_add_test(tc, pd_512_with_raised_cap);
+	tcase_add_test(tc, responder_crc_and_reject_by_owner);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
