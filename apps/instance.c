@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "instance.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace.h"
@@ -35,6 +37,21 @@ int app_instance_open(struct app_instance *ai, const struct uiw_config *cfg, uin
 	}
 	uiw_net_start(&ai->net, uiw_now_ns());
 	uiw_port_flush(&ai->port);
+	return 0;
+}
+
+int app_open_pair(const struct uiw_config *cfg, struct app_instance *a, struct app_instance *b,
+		  const char *name)
+{
+	struct uiw_config ca = *cfg, cb = *cfg;
+	uint16_t ida, idb;
+
+	ca.ip = APP_PAIR_IP_A;
+	cb.ip = APP_PAIR_IP_B;
+	ca.prefix_len = cb.prefix_len = 24;
+	if (uiw_port_ringpair_create(name, &ida, &idb) != 0 ||
+	    app_instance_open(a, &ca, ida, 0) != 0 || app_instance_open(b, &cb, idb, 0) != 0)
+		return -1;
 	return 0;
 }
 
@@ -86,4 +103,22 @@ int app_load_config(struct uiw_config *cfg, int *argc, char **argv)
 bad:
 	fprintf(stderr, "configuration: %s\n", err);
 	return -1;
+}
+
+int app_parse_endpoint(const char *s, uint32_t *ip, uint16_t *port)
+{
+	char buf[64];
+	char *colon;
+	struct in_addr a;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	colon = strrchr(buf, ':');
+	if (colon == NULL)
+		return -1;
+	*colon = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1 || atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535)
+		return -1;
+	*ip = ntohl(a.s_addr);
+	*port = (uint16_t)atoi(colon + 1);
+	return 0;
 }

@@ -25,6 +25,13 @@ struct app_instance {
 int app_instance_open(struct app_instance *ai, const struct uiw_config *cfg, uint16_t port_id,
 		      unsigned link_wait_ms);
 
+#define APP_PAIR_IP_A 0x0a000001u   /* 10.0.0.1 */
+#define APP_PAIR_IP_B 0x0a000002u   /* 10.0.0.2 */
+
+/** Two instances joined by a ring pair named @p name, at APP_PAIR_IP_A and _B. */
+int app_open_pair(const struct uiw_config *cfg, struct app_instance *a, struct app_instance *b,
+		  const char *name);
+
 void app_instance_close(struct app_instance *ai);
 
 /** Prints the non-zero counters of every layer of the instance. */
@@ -36,5 +43,8 @@ void app_instance_print_counters(struct app_instance *ai, const char *title);
  * @return 0, or -1 after printing why.
  */
 int app_load_config(struct uiw_config *cfg, int *argc, char **argv);
+
+/** Parses "A.B.C.D:PORT". @return 0 or -1. */
+int app_parse_endpoint(const char *s, uint32_t *ip, uint16_t *port);
 
 #endif

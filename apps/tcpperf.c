@@ -323,24 +323,6 @@ static void usage(void)
 		"  --verbose\n");
 }
 
-static int parse_endpoint(const char *s, uint32_t *ip, uint16_t *port)
-{
-	char buf[64];
-	char *colon;
-	struct in_addr a;
-
-	snprintf(buf, sizeof(buf), "%s", s);
-	colon = strrchr(buf, ':');
-	if (colon == NULL)
-		return -1;
-	*colon = '\0';
-	if (inet_pton(AF_INET, buf, &a) != 1 || atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535)
-		return -1;
-	*ip = ntohl(a.s_addr);
-	*port = (uint16_t)atoi(colon + 1);
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -364,7 +346,7 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 		case 'P': o->pair = true; break;
 		case 'l': o->listen_port = (uint16_t)atoi(optarg); break;
 		case 'c':
-			if (parse_endpoint(optarg, &o->connect_ip, &o->connect_port) != 0) {
+			if (app_parse_endpoint(optarg, &o->connect_ip, &o->connect_port) != 0) {
 				fprintf(stderr, "--connect: expected IP:PORT, got %s\n", optarg);
 				return -1;
 			}
@@ -456,20 +438,6 @@ static enum role complement(enum role r)
 	return r == ROLE_SOURCE ? ROLE_SINK : r == ROLE_SINK ? ROLE_SOURCE : ROLE_ECHO;
 }
 
-static int open_pair(struct uiw_config *cfg, struct app_instance *a, struct app_instance *b)
-{
-	struct uiw_config ca = *cfg, cb = *cfg;
-	uint16_t ida, idb;
-
-	ca.ip = 0x0a000001;
-	cb.ip = 0x0a000002;
-	ca.prefix_len = cb.prefix_len = 24;
-	if (uiw_port_ringpair_create("perf", &ida, &idb) != 0 ||
-	    app_instance_open(a, &ca, ida, 0) != 0 || app_instance_open(b, &cb, idb, 0) != 0)
-		return -1;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static struct app_instance a, b;
@@ -493,7 +461,7 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	if (o.pair ? open_pair(&cfg, &a, &b) != 0 : app_instance_open(&a, &cfg, UINT16_MAX, o.link_wait_ms) != 0)
+	if (o.pair ? app_open_pair(&cfg, &a, &b, "perf") != 0 : app_instance_open(&a, &cfg, UINT16_MAX, o.link_wait_ms) != 0)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -510,7 +478,7 @@ int main(int argc, char **argv)
 	start = uiw_now_ns();
 	end = start + (uint64_t)(o.duration * 1e9);
 	if ((o.pair || o.connect_ip) &&
-	    open_clients(&client, o.pair ? 0x0a000002 : o.connect_ip, o.pair ? 5001 : o.connect_port) != 0)
+	    open_clients(&client, o.pair ? APP_PAIR_IP_B : o.connect_ip, o.pair ? 5001 : o.connect_port) != 0)
 		return 1;
 	while (!stop_requested) {
 		uint64_t now = uiw_now_ns();
