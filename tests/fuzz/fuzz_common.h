@@ -18,4 +18,8 @@ struct rte_mempool *fuzz_eal_pool(unsigned mbufs);
 void fuzz_port_init(struct uiw_port *port, struct rte_mempool *pool,
 		    void (*check)(const struct rte_mbuf *m));
 
+/** An mbuf whose data is a heap buffer of exactly @p len bytes (reads past it are heap
+ *  overflows under ASan). Aborts on failure. */
+struct rte_mbuf *fuzz_exact_mbuf(struct rte_mempool *pool, const uint8_t *data, size_t len);
+
 #endif

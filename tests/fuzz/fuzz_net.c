@@ -56,30 +56,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void ext_free(void *addr, void *opaque)
-{
-	free(addr);
-	free(opaque);
-}
-
-static struct rte_mbuf *exact_mbuf(const uint8_t *data, size_t len)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-	struct rte_mbuf_ext_shared_info *sh = calloc(1, sizeof(*sh));
-	void *buf = malloc(len == 0 ? 1 : len);
-
-	if (m == NULL || sh == NULL || buf == NULL)
-		abort();
-	memcpy(buf, data, len);
-	sh->free_cb = ext_free;
-	sh->fcb_opaque = sh;
-	rte_mbuf_ext_refcnt_set(sh, 1);
-	rte_pktmbuf_attach_extbuf(m, buf, 0, (uint16_t)len, sh);
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
-	return m;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned in_use = rte_mempool_in_use_count(pool);
@@ -88,11 +64,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2 || size > 9000)
 		return 0;
 	if ((data[0] & 1) && data[1] < size - 2) {
-		m = exact_mbuf(data + 2, data[1]);
-		if (rte_pktmbuf_chain(m, exact_mbuf(data + 2 + data[1], size - 2 - data[1])) != 0)
+		m = fuzz_exact_mbuf(pool, data + 2, data[1]);
+		if (rte_pktmbuf_chain(m, fuzz_exact_mbuf(pool, data + 2 + data[1], size - 2 - data[1])) != 0)
 			abort();
 	} else {
-		m = exact_mbuf(data + 2, size - 2);
+		m = fuzz_exact_mbuf(pool, data + 2, size - 2);
 	}
 	uiw_net_input(&net, &m, 1, now);
 	now += 100000000ull; /* 100 ms a frame: ARP entries age and expire */

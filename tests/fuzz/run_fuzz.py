@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs a libFuzzer harness for a bounded time, seeded with the replay test's frames.
 
-usage: run_fuzz.py FUZZER SECONDS [tcp]
-With "tcp" the seeds are conversations for fuzz_tcp (handshake, data, close).
+usage: run_fuzz.py FUZZER SECONDS [tcp|mpa]
+With "tcp" the seeds are conversations for fuzz_tcp (handshake, data, close); with "mpa"
+they are the byte streams of siw's MPA connections in tests/data/mpa_seeds.
 """
 import os
 import shutil
@@ -36,11 +37,22 @@ def write_tcp_seeds(corpus):
             f.write(data)
 
 
+def write_mpa_seeds(corpus):
+    seeds = os.path.join(HERE, "..", "data", "mpa_seeds")
+    for name in sorted(os.listdir(seeds)):
+        data = open(os.path.join(seeds, name), "rb").read()
+        flags = (2 if "-crc" in name and "reject" not in name else 0) | (4 if name.endswith("rep.bin") else 0)
+        for seed in (0, 7):
+            with open(os.path.join(corpus, f"{name}.{seed}"), "wb") as f:
+                f.write(bytes([flags, seed]) + data)
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     fuzzer, seconds = sys.argv[1], int(sys.argv[2])
-    tcp = len(sys.argv) > 3 and sys.argv[3] == "tcp"
+    mode = sys.argv[3] if len(sys.argv) > 3 else ""
+    tcp = mode == "tcp"
     tmp = tempfile.mkdtemp(prefix="uiw-fuzz-")
     try:
         inp, exp = os.path.join(tmp, "in.pcap"), os.path.join(tmp, "exp.pcap")
@@ -50,12 +62,14 @@ def main():
         os.mkdir(corpus)
         if tcp:
             write_tcp_seeds(corpus)
-        for i, frame in enumerate([] if tcp else read_pcap(inp) + read_pcap(exp)):
+        if mode == "mpa":
+            write_mpa_seeds(corpus)
+        for i, frame in enumerate([] if mode else read_pcap(inp) + read_pcap(exp)):
             with open(os.path.join(corpus, f"seed{i:03d}"), "wb") as f:
                 f.write(b"\0\0" + frame)                    # one segment
             with open(os.path.join(corpus, f"seed{i:03d}s"), "wb") as f:
                 f.write(bytes([1, min(len(frame), 40)]) + frame)  # split at byte 40
-        r = subprocess.run([fuzzer, f"-max_total_time={seconds}", "-max_len=2048",
+        r = subprocess.run([fuzzer, f"-max_total_time={seconds}", "-max_len=" + ("8192" if mode == "mpa" else "2048"),
                             f"-artifact_prefix={tmp}/", "-print_final_stats=1", corpus])
         if r.returncode != 0:
             for name in os.listdir(tmp):
