@@ -30,6 +30,7 @@ struct opts {
 	const char *pd;
 	const char *pcap;
 	const char *ready_file;
+	bool wait_first;
 	unsigned timeout_ms;
 	unsigned link_wait_ms;
 	unsigned rounds;
@@ -58,6 +59,7 @@ static void usage(void)
 		"  --expect N       ULPDUs to receive before closing (default: --sends with --pair,\n"
 		"                   else 1; 0 closes at once)\n"
 		"  --pd TEXT        private data for the Request or Reply\n"
+		"  --wait-first     send only after the first ULPDU arrives (as a server would)\n"
 		"  --rounds N       --pair: connections one after another (default 1)\n"
 		"  --pcap FILE      write every frame sent to FILE\n"
 		"  --ready-file F   --listen: create F once listening\n"
@@ -78,6 +80,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "link-wait", required_argument, NULL, 'L' },
 		{ "rounds", required_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ "wait-first", no_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -101,6 +104,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 't': o->timeout_ms = (unsigned)atoi(optarg); break;
 		case 'L': o->link_wait_ms = (unsigned)atoi(optarg); break;
 		case 'R': o->rounds = (unsigned)atoi(optarg); break;
+		case 'W': o->wait_first = true; break;
 		default: usage(); return -1;
 		}
 	}
@@ -187,7 +191,8 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 	       s->name, n->initiator ? "initiator" : "responder", n->rev, n->crc ? "on" : "off",
 	       n->markers_tx ? "on" : "off", n->markers_rx ? "on" : "off", n->p2p ? "yes" : "no",
 	       rtr_name(n->rtr), n->ird, n->ord, n->mulpdu, n->pd_len);
-	send_all(s);
+	if (!s->o->wait_first)
+		send_all(s);
 	maybe_done(s);
 }
 
@@ -208,6 +213,7 @@ static int on_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulp
 	(void)c;
 	print_ulpdu(s, u);
 	s->received++;
+	send_all(s);
 	maybe_done(s);
 	return 0;
 }

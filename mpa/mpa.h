@@ -87,6 +87,7 @@ struct uiw_mpa_params {
 	uint16_t ird, ord;
 	uint16_t pd_max;          /**< largest private data taken from the peer */
 	uint32_t timeout_ms;      /**< for the Reply (initiator), the Request and RTR (responder) */
+	uint32_t first_delay_us;  /**< initiator: hold FPDUs this long after the Reply (siw) */
 	const uint8_t *pd;        /**< our private data (copied) */
 	uint16_t pd_len;
 };

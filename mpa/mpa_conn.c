@@ -31,6 +31,7 @@ void uiw_mpa_params_from_config(struct uiw_mpa_params *p, const struct uiw_confi
 		.p2p = cfg->mpa_p2p != 0, .rtr = (uint8_t)cfg->mpa_rtr,
 		.ird = (uint16_t)cfg->mpa_ird, .ord = (uint16_t)cfg->mpa_ord,
 		.pd_max = (uint16_t)cfg->mpa_pd_max, .timeout_ms = cfg->mpa_reply_timeout_ms,
+		.first_delay_us = cfg->mpa_initiator_delay_us,
 	};
 }
 
@@ -142,10 +143,16 @@ void uiw_mpa_abort(struct uiw_mpa_conn *c, const char *why)
 	finish(c, -ECONNABORTED);
 }
 
+static void release_held(struct uiw_mpa_conn *c);
+
 void uiw_mpa_close(struct uiw_mpa_conn *c)
 {
 	if (c->state == MPA_S_CLOSING || c->state == MPA_S_DEAD)
 		return;
+	/* What the initiator holds for its delay goes before the FIN; what a responder holds
+	 * may never go (no FPDU came from the initiator). */
+	if (c->release_at != 0 && c->state == MPA_S_FULL)
+		release_held(c);
 	c->state = MPA_S_CLOSING;
 	c->deadline = 0;
 	uiw_tcp_close(c->tcp);
@@ -228,7 +235,8 @@ int mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigne
 	c->tx_pos += wire;
 	mpa_count(c->m, UIW_MPA_C_fpdu_tx);
 	if (hold) {
-		/* RFC 5044 §7.1.2: the responder sends once it has received an FPDU. */
+		/* RFC 5044 §7.1.2: the responder sends once it has received an FPDU; the
+		 * initiator waits mpa_initiator_delay_us after the Reply (siw). */
 		c->held[c->nheld++] = m;
 		mpa_count(c->m, UIW_MPA_C_fpdu_held);
 		return 0;
@@ -249,7 +257,7 @@ bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen)
 {
 	uint32_t wire = uiw_mpa_fpdu_wire_len(c->tx_pos, ulen, c->info.markers_tx);
 
-	if (c->state == MPA_S_WAIT_FIRST)
+	if (c->state == MPA_S_WAIT_FIRST || c->release_at != 0)
 		return c->nheld < MPA_HELD_MAX && held_octets(c) + wire <= uiw_tcp_send_space(c->tcp);
 	return c->state == MPA_S_FULL && wire <= uiw_tcp_send_space(c->tcp);
 }
@@ -266,7 +274,7 @@ int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned
 		return -EMSGSIZE;
 	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
 		return -ENOBUFS;
-	return mpa_send_fpdu(c, iov, n, c->state == MPA_S_WAIT_FIRST);
+	return mpa_send_fpdu(c, iov, n, c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
 }
 
 void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why)
@@ -304,12 +312,14 @@ void mpa_deliver_established(struct uiw_mpa_conn *c)
 	c->info.pd_len = 0;
 }
 
-/* The responder's first FPDU from the initiator: what was held may go now. */
+/* The responder's first FPDU from the initiator, or the initiator's delay is over: what
+ * was held may go now. */
 static void release_held(struct uiw_mpa_conn *c)
 {
 	for (unsigned i = 0; i < c->nheld; i++)
 		uiw_tcp_send(c->tcp, c->held[i], UIW_TCP_SEND_RECORD);
 	c->nheld = 0;
+	c->release_at = 0;
 }
 
 static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
@@ -543,6 +553,8 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 
 	for (c = TAILQ_FIRST(&m->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);
+		if (c->release_at != 0 && now >= c->release_at && c->state == MPA_S_FULL)
+			release_held(c);
 		if (c->deadline == 0 || now < c->deadline)
 			continue;
 		mpa_count(m, UIW_MPA_C_timeout);

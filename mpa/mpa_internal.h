@@ -50,6 +50,7 @@ struct uiw_mpa_conn {
 	struct rte_mbuf *held[MPA_HELD_MAX];
 	unsigned nheld;
 	uint64_t deadline;              /* 0 = no timer */
+	uint64_t release_at;            /* initiator: held FPDUs go at this time (0 = none) */
 	unsigned in_call;               /* depth of MPA code on the stack for this conn */
 	bool finish_pending;
 	int err;

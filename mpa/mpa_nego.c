@@ -139,7 +139,7 @@ static int send_rtr(struct uiw_mpa_conn *c)
 		break;
 	}
 	mpa_count(c->m, UIW_MPA_C_rtr_tx);
-	return mpa_send_fpdu(c, &iov, 1, false);
+	return mpa_send_fpdu(c, &iov, 1, c->release_at != 0);
 }
 
 /* Initiator: what the Reply settles (RFC 5044 §7.1.2, RFC 6581 §5-§6). @return the LLP
@@ -224,6 +224,8 @@ struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	c->info.pd = rep.pd;
 	c->info.pd_len = rep.pd_len;
 	mpa_start_full(c);
+	if (c->p.first_delay_us > 0)
+		c->release_at = uiw_now_ns() + (uint64_t)c->p.first_delay_us * 1000u;
 	if (c->info.p2p && send_rtr(c) != 0) {
 		mpa_fail(c, -ENOMEM, "cannot send the RTR");
 		rte_pktmbuf_free(rest);

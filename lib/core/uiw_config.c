@@ -47,6 +47,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->mpa_pd_max = 256;
 	cfg->mpa_reply_timeout_ms = 10000;
 	cfg->mpa_request_timeout_ms = 5000;
+	cfg->mpa_initiator_delay_us = 10000;
 	cfg->fault_seed = 1;
 }
 
@@ -168,6 +169,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("mpa_pd_max", mpa_pd_max, 0, 512),
 	UINT_KEY("mpa_reply_timeout_ms", mpa_reply_timeout_ms, 10, 600000),
 	UINT_KEY("mpa_request_timeout_ms", mpa_request_timeout_ms, 10, 600000),
+	UINT_KEY("mpa_initiator_delay_us", mpa_initiator_delay_us, 0, 1000000),
 	UINT_KEY("fault_seed", fault_seed, 0, 0xffffffffu),
 };
 

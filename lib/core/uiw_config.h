@@ -80,6 +80,7 @@ struct uiw_config {
 	unsigned mpa_pd_max;               /**< largest private data taken from a peer */
 	unsigned mpa_reply_timeout_ms;     /**< initiator: wait for the Reply */
 	unsigned mpa_request_timeout_ms;   /**< responder: wait for the Request (and RTR) */
+	unsigned mpa_initiator_delay_us;   /**< initiator: first FPDU this long after the Reply */
 
 	/* Fault injection on the port (docs/CONFIG.md); empty = none. */
 	char fault_rx[128];

@@ -493,6 +493,35 @@ START_TEST(initiator_takes_fpdu_behind_reply)
 }
 END_TEST
 
+/* Linux siw as responder ignores an FPDU that beats its own accept: the initiator holds its
+ * first FPDUs (the RTR included) mpa_initiator_delay_us after the Reply. */
+START_TEST(initiator_delays_first_fpdus)
+{
+	static const uint8_t v2[] = { 0x80, 0x01, 0x80, 0x01 };
+	uint8_t buf[64];
+	struct uiw_mpa_params ip;
+	uint32_t sizes[] = { 9 };
+	uint32_t want;
+
+	params(&ip);
+	ip.first_delay_us = _i ? 200000 : 0;
+	ip.p2p = true;
+	mpa_connect_to_raw(&ip);
+	raw_send(buf, rr_bytes(buf, true, 0x10, 2, v2, 4));   /* Write RTR picked */
+	ck_assert(pair_run_until(raw_is, &ini.established, 2000));
+	send_sizes(&ini, sizes, 1);
+	pair_run_for(20);
+	want = 24 + 20 + 16;   /* Request, RTR FPDU, 9-octet ULPDU FPDU */
+	if (_i) {
+		ck_assert_uint_eq(raw.rx_len, 24);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_fpdu_held), 2);
+	}
+	ck_assert(pair_run_until(raw_has, &want, 2000));
+	ck_assert_uint_eq(raw.rx[24 + 2], 0xc1);   /* the RTR first: tagged, last */
+	ck_assert_uint_eq(raw.rx[24 + 20 + 1], 9);
+}
+END_TEST
+
 START_TEST(bad_requests_answered)
 {
 	uint8_t req[600];
@@ -766,6 +795,7 @@ int main(void)
 	tcase_add_loop_test(tc, negotiation_matrix, 0, 2 * 2 * 2 * 4 * 6);
 	tcase_add_test(tc, responder_holds_sends_until_first_fpdu);
 	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
+	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);
 	tcase_add_loop_test(tc, bad_requests_answered, 0, 5);
 	tcase_add_loop_test(tc, bad_replies_terminated, 0, 4);
 	tcase_add_loop_test(tc, timeouts, 0, 3);
