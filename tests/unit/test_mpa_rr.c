@@ -89,17 +89,30 @@ START_TEST(parses_siw_frames)
 }
 END_TEST
 
-/* Every prefix of a valid Request is "need more"; nothing reads past it (ASan). */
-START_TEST(truncated_request_needs_more)
+/* Every prefix of a valid Request or Reply is "need more"; nothing reads past it (ASan). */
+static void assert_prefix_needs_more(const uint8_t *frame, size_t cut, bool reply)
 {
-	size_t cut = (size_t)_i;
 	uint8_t *p = malloc(cut ? cut : 1);
 	struct uiw_mpa_rr_info o;
 	size_t used = 0;
 
-	memcpy(p, siw_req_p2p, cut);
-	ck_assert_int_eq(uiw_mpa_rr_parse(p, cut, false, 256, &o, &used), UIW_MPA_PARSE_NEED_MORE);
+	if (cut > 0)
+		memcpy(p, frame, cut);
+	ck_assert_int_eq(uiw_mpa_rr_parse(p, cut, reply, 256, &o, &used), UIW_MPA_PARSE_NEED_MORE);
 	free(p);
+}
+
+START_TEST(truncated_request_needs_more)
+{
+	assert_prefix_needs_more(siw_req_p2p, (size_t)_i, false);
+}
+END_TEST
+
+START_TEST(truncated_reply_needs_more)
+{
+	assert_prefix_needs_more(siw_rep_p2p, (size_t)_i, true);
+	if ((size_t)_i < sizeof(siw_rep_reject))
+		assert_prefix_needs_more(siw_rep_reject, (size_t)_i, true);
 }
 END_TEST
 
@@ -168,6 +181,7 @@ static Suite *mpa_rr_suite(void)
 	tcase_add_test(tc, builds_siw_reply_bytes);
 	tcase_add_test(tc, parses_siw_frames);
 	tcase_add_loop_test(tc, truncated_request_needs_more, 0, (int)sizeof(siw_req_p2p));
+	tcase_add_loop_test(tc, truncated_reply_needs_more, 0, (int)sizeof(siw_rep_p2p));
 	tcase_add_test(tc, bad_frames_refused);
 	tcase_add_test(tc, private_data_round_trip_and_bytes_after_frame);
 	suite_add_tcase(s, tc);
