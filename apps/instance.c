@@ -122,3 +122,28 @@ int app_parse_endpoint(const char *s, uint32_t *ip, uint16_t *port)
 	*port = (uint16_t)atoi(colon + 1);
 	return 0;
 }
+
+int app_mode_option(struct app_mode *m, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'P':
+		m->pair = true;
+		return 1;
+	case 'l':
+		m->listen_port = (uint16_t)atoi(arg);
+		return 1;
+	case 'c':
+		if (app_parse_endpoint(arg, &m->connect_ip, &m->connect_port) != 0) {
+			fprintf(stderr, "--connect: expected IP:PORT, got %s\n", arg);
+			return -1;
+		}
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+bool app_mode_valid(const struct app_mode *m)
+{
+	return !m->pair + !m->listen_port + !m->connect_ip == 2;
+}

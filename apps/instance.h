@@ -44,6 +44,25 @@ void app_instance_print_counters(struct app_instance *ai, const char *title);
  */
 int app_load_config(struct uiw_config *cfg, int *argc, char **argv);
 
+/** How a tool runs: two instances here, or one listening, or one connecting. */
+struct app_mode {
+	bool pair;
+	uint16_t listen_port;
+	uint32_t connect_ip;
+	uint16_t connect_port;
+};
+
+/* getopt_long entries for the mode; their values are the letters app_mode_option takes. */
+#define APP_MODE_OPTIONS                                                                     \
+	{ "pair", no_argument, NULL, 'P' }, { "listen", required_argument, NULL, 'l' },     \
+	{ "connect", required_argument, NULL, 'c' }
+
+/** Takes a mode option. @return 1 when taken, 0 when not a mode option, -1 on error. */
+int app_mode_option(struct app_mode *m, int opt, const char *arg);
+
+/** Exactly one mode was given. */
+bool app_mode_valid(const struct app_mode *m);
+
 /** Parses "A.B.C.D:PORT". @return 0 or -1. */
 int app_parse_endpoint(const char *s, uint32_t *ip, uint16_t *port);
 

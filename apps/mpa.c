@@ -21,10 +21,7 @@
 #include "uiw_time.h"
 
 struct opts {
-	bool pair;
-	uint16_t listen_port;
-	uint32_t connect_ip;
-	uint16_t connect_port;
+	struct app_mode m;
 	unsigned sends, size, expect;
 	int expect_set;
 	const char *pd;
@@ -72,8 +69,8 @@ static void usage(void)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "pair", no_argument, NULL, 'P' }, { "listen", required_argument, NULL, 'l' },
-		{ "connect", required_argument, NULL, 'c' }, { "sends", required_argument, NULL, 's' },
+		APP_MODE_OPTIONS,
+		{ "sends", required_argument, NULL, 's' },
 		{ "size", required_argument, NULL, 'z' }, { "expect", required_argument, NULL, 'e' },
 		{ "pd", required_argument, NULL, 'd' }, { "pcap", required_argument, NULL, 'w' },
 		{ "ready-file", required_argument, NULL, 'r' },
@@ -86,15 +83,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		int handled = app_mode_option(&o->m, opt, optarg);
+
+		if (handled < 0)
+			return -1;
+		if (handled)
+			continue;
 		switch (opt) {
-		case 'P': o->pair = true; break;
-		case 'l': o->listen_port = (uint16_t)atoi(optarg); break;
-		case 'c':
-			if (app_parse_endpoint(optarg, &o->connect_ip, &o->connect_port) != 0) {
-				fprintf(stderr, "--connect: expected IP:PORT, got %s\n", optarg);
-				return -1;
-			}
-			break;
 		case 's': o->sends = (unsigned)atoi(optarg); break;
 		case 'z': o->size = (unsigned)atoi(optarg); break;
 		case 'e': o->expect = (unsigned)atoi(optarg); o->expect_set = 1; break;
@@ -108,12 +103,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		default: usage(); return -1;
 		}
 	}
-	if (!o->pair + !o->listen_port + !o->connect_ip != 2 || o->rounds == 0) {
+	if (!app_mode_valid(&o->m) || o->rounds == 0) {
 		usage();
 		return -1;
 	}
 	if (!o->expect_set)
-		o->expect = o->pair ? o->sends : 1;
+		o->expect = o->m.pair ? o->sends : 1;
 	return 0;
 }
 
@@ -282,7 +277,7 @@ static void poll_all(struct run *r)
 	uint64_t now = uiw_now_ns();
 
 	uiw_tcp_poll(r->a.tcp, now);
-	if (r->o->pair)
+	if (r->o->m.pair)
 		uiw_tcp_poll(r->b.tcp, now);
 	uiw_mpa_run(r->ma, now);
 	if (r->mb != NULL)
@@ -296,8 +291,8 @@ static bool one_round(struct run *r, struct side *cli, struct side *srv, unsigne
 	uint64_t end = uiw_now_ns() + (uint64_t)o->timeout_ms * UIW_NS_PER_MS;
 
 	if (cli != NULL) {
-		uint32_t ip = o->pair ? APP_PAIR_IP_B : o->connect_ip;
-		uint16_t port = o->pair ? 7174 : o->connect_port;
+		uint32_t ip = o->m.pair ? APP_PAIR_IP_B : o->m.connect_ip;
+		uint16_t port = o->m.pair ? 7174 : o->m.connect_port;
 		int rc = uiw_mpa_connect(r->ma, ip, port, &cli->p, &side_ops, cli, uiw_now_ns(), &cli->c);
 
 		if (rc != 0) {
@@ -325,11 +320,11 @@ static int open_all(struct run *r, const struct uiw_config *cfg, FILE **pcap)
 	static struct app_pcap pa, pb;
 	const struct opts *o = r->o;
 
-	if (o->pair ? app_open_pair(cfg, &r->a, &r->b, "mpa") != 0
+	if (o->m.pair ? app_open_pair(cfg, &r->a, &r->b, "mpa") != 0
 		    : app_instance_open(&r->a, cfg, UINT16_MAX, o->link_wait_ms) != 0)
 		return -1;
 	if (uiw_mpa_create(&r->ma, r->a.tcp, r->a.port.pool) != 0 ||
-	    (o->pair && uiw_mpa_create(&r->mb, r->b.tcp, r->b.port.pool) != 0))
+	    (o->m.pair && uiw_mpa_create(&r->mb, r->b.tcp, r->b.port.pool) != 0))
 		return -1;
 	if (o->pcap != NULL) {
 		*pcap = app_pcap_open(o->pcap);
@@ -338,7 +333,7 @@ static int open_all(struct run *r, const struct uiw_config *cfg, FILE **pcap)
 			return -1;
 		}
 		app_pcap_attach(&pa, &r->a.port, *pcap);
-		if (o->pair)
+		if (o->m.pair)
 			app_pcap_attach(&pb, &r->b.port, *pcap);
 	}
 	return 0;
@@ -354,14 +349,14 @@ static void close_all(struct run *r)
 	uiw_mpa_destroy(r->ma);
 	uiw_mpa_destroy(r->mb);
 	app_instance_close(&r->a);
-	if (r->o->pair)
+	if (r->o->m.pair)
 		app_instance_close(&r->b);
 }
 
 static int listen_server(struct run *r, struct side *srv)
 {
-	struct uiw_mpa *m = r->o->pair ? r->mb : r->ma;
-	uint16_t port = r->o->pair ? 7174 : r->o->listen_port;
+	struct uiw_mpa *m = r->o->m.pair ? r->mb : r->ma;
+	uint16_t port = r->o->m.pair ? 7174 : r->o->m.listen_port;
 	int rc = uiw_mpa_listen(m, port, 16, &srv->p, &side_ops, srv);
 
 	if (rc != 0) {
@@ -390,7 +385,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (app_load_config(&cfg, &argc, argv) != 0 || parse_args(argc, argv, &o) != 0)
 		return 2;
-	if (!o.pair && (cfg.port[0] == '\0' || cfg.ip == 0)) {
+	if (!o.m.pair && (cfg.port[0] == '\0' || cfg.ip == 0)) {
 		fprintf(stderr, "--listen and --connect need port= and ip= in the configuration\n");
 		return 2;
 	}
@@ -399,16 +394,16 @@ int main(int argc, char **argv)
 	r.o = &o;
 	if (open_all(&r, &cfg, &pcap) != 0)
 		return 1;
-	side_init(&srv, o.pair ? "responder" : "mpa", &o, &cfg);
+	side_init(&srv, o.m.pair ? "responder" : "mpa", &o, &cfg);
 	srv.p.timeout_ms = cfg.mpa_request_timeout_ms;
-	if ((o.pair || o.listen_port) && listen_server(&r, &srv) != 0)
+	if ((o.m.pair || o.m.listen_port) && listen_server(&r, &srv) != 0)
 		return 1;
 	for (unsigned i = 0; i < o.rounds; i++) {
-		side_init(&cli, o.pair ? "initiator" : "mpa", &o, &cfg);
-		if (o.pair || o.listen_port)
+		side_init(&cli, o.m.pair ? "initiator" : "mpa", &o, &cfg);
+		if (o.m.pair || o.m.listen_port)
 			side_init(&srv, srv.name, &o, &cfg), srv.p.timeout_ms = cfg.mpa_request_timeout_ms;
-		failed += !one_round(&r, o.pair || o.connect_ip ? &cli : NULL,
-				     o.pair || o.listen_port ? &srv : NULL, i);
+		failed += !one_round(&r, o.m.pair || o.m.connect_ip ? &cli : NULL,
+				     o.m.pair || o.m.listen_port ? &srv : NULL, i);
 	}
 	close_all(&r);
 	if (pcap != NULL)

@@ -297,10 +297,7 @@ static void print_rr(struct perf *p)
 }
 
 struct opts {
-	bool pair;
-	uint16_t listen_port;
-	uint32_t connect_ip;
-	uint16_t connect_port;
+	struct app_mode m;
 	double duration;
 	unsigned link_wait_ms;
 	unsigned linger_ms;
@@ -326,8 +323,8 @@ static void usage(void)
 static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "pair", no_argument, NULL, 'P' }, { "listen", required_argument, NULL, 'l' },
-		{ "connect", required_argument, NULL, 'c' }, { "send", required_argument, NULL, 's' },
+		APP_MODE_OPTIONS,
+		{ "send", required_argument, NULL, 's' },
 		{ "recv", no_argument, NULL, 'r' }, { "rr", required_argument, NULL, 'R' },
 		{ "echo", no_argument, NULL, 'e' }, { "size", required_argument, NULL, 'z' },
 		{ "conns", required_argument, NULL, 'n' },
@@ -342,15 +339,13 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		int handled = app_mode_option(&o->m, opt, optarg);
+
+		if (handled < 0)
+			return -1;
+		if (handled)
+			continue;
 		switch (opt) {
-		case 'P': o->pair = true; break;
-		case 'l': o->listen_port = (uint16_t)atoi(optarg); break;
-		case 'c':
-			if (app_parse_endpoint(optarg, &o->connect_ip, &o->connect_port) != 0) {
-				fprintf(stderr, "--connect: expected IP:PORT, got %s\n", optarg);
-				return -1;
-			}
-			break;
 		case 's': p->bytes = strtoull(optarg, NULL, 0); p->client_role = ROLE_SOURCE;
 			p->server_role = ROLE_SOURCE; break;
 		case 'r': p->client_role = ROLE_SINK; p->server_role = ROLE_SINK; break;
@@ -368,7 +363,7 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 		default: usage(); return -1;
 		}
 	}
-	if (!o->pair + !o->listen_port + !o->connect_ip != 2 || p->size == 0 || p->conns == 0) {
+	if (!app_mode_valid(&o->m) || p->size == 0 || p->conns == 0) {
 		usage();
 		return -1;
 	}
@@ -452,39 +447,39 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (app_load_config(&cfg, &argc, argv) != 0 || parse_args(argc, argv, &client, &o) != 0)
 		return 2;
-	if (o.pair)
+	if (o.m.pair)
 		client.server_role = complement(client.client_role);
 	server = client;
-	if (!o.pair && (cfg.port[0] == '\0' || cfg.ip == 0)) {
+	if (!o.m.pair && (cfg.port[0] == '\0' || cfg.ip == 0)) {
 		fprintf(stderr, "configuration: keys 'port' and 'ip' are needed\n");
 		return 2;
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	if (o.pair ? app_open_pair(&cfg, &a, &b, "perf") != 0 : app_instance_open(&a, &cfg, UINT16_MAX, o.link_wait_ms) != 0)
+	if (o.m.pair ? app_open_pair(&cfg, &a, &b, "perf") != 0 : app_instance_open(&a, &cfg, UINT16_MAX, o.link_wait_ms) != 0)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (perf_init(&client, &a, client.conns) != 0 ||
-	    perf_init(&server, o.pair ? &b : &a, client.conns + client.exit_after + 1024) != 0)
+	    perf_init(&server, o.m.pair ? &b : &a, client.conns + client.exit_after + 1024) != 0)
 		return 1;
-	if ((o.pair || o.listen_port) &&
-	    uiw_tcp_listen(server.ai->tcp, o.pair ? 5001 : o.listen_port, 4096, &listen_ops, &server) != 0) {
+	if ((o.m.pair || o.m.listen_port) &&
+	    uiw_tcp_listen(server.ai->tcp, o.m.pair ? 5001 : o.m.listen_port, 4096, &listen_ops, &server) != 0) {
 		fprintf(stderr, "listen failed\n");
 		return 1;
 	}
 	mbufs_at_start = rte_mempool_in_use_count(a.port.pool) +
-			 (o.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
+			 (o.m.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
 	start = uiw_now_ns();
 	end = start + (uint64_t)(o.duration * 1e9);
-	if ((o.pair || o.connect_ip) &&
-	    open_clients(&client, o.pair ? APP_PAIR_IP_B : o.connect_ip, o.pair ? 5001 : o.connect_port) != 0)
+	if ((o.m.pair || o.m.connect_ip) &&
+	    open_clients(&client, o.m.pair ? APP_PAIR_IP_B : o.m.connect_ip, o.m.pair ? 5001 : o.m.connect_port) != 0)
 		return 1;
 	while (!stop_requested) {
 		uint64_t now = uiw_now_ns();
 
 		uiw_tcp_poll(a.tcp, now);
-		if (o.pair)
+		if (o.m.pair)
 			uiw_tcp_poll(b.tcp, now);
 		pump_all(&client);
 		pump_all(&server);
@@ -493,10 +488,10 @@ int main(int argc, char **argv)
 		if (client.npeers > 0 && client.closed == client.npeers) {
 			if (done_at == 0)
 				done_at = now;
-			if (!o.pair || server.closed == server.npeers || now - done_at > UIW_NS_PER_S)
+			if (!o.m.pair || server.closed == server.npeers || now - done_at > UIW_NS_PER_S)
 				break;
 		}
-		if (o.listen_port && server.exit_after && server.closed >= server.exit_after)
+		if (o.m.listen_port && server.exit_after && server.closed >= server.exit_after)
 			break;
 	}
 	if (o.linger_ms > 0) {
@@ -504,12 +499,12 @@ int main(int argc, char **argv)
 
 		while (!stop_requested && uiw_now_ns() < until) {
 			uiw_tcp_poll(a.tcp, uiw_now_ns());
-			if (o.pair)
+			if (o.m.pair)
 				uiw_tcp_poll(b.tcp, uiw_now_ns());
 		}
-		unsigned held_conns = uiw_tcp_conn_count(a.tcp) + (o.pair ? uiw_tcp_conn_count(b.tcp) : 0);
+		unsigned held_conns = uiw_tcp_conn_count(a.tcp) + (o.m.pair ? uiw_tcp_conn_count(b.tcp) : 0);
 		unsigned held_mbufs = rte_mempool_in_use_count(a.port.pool) +
-				      (o.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
+				      (o.m.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
 
 		printf("held after linger: %u connections, %u mbufs (%u at start)\n", held_conns,
 		       held_mbufs, mbufs_at_start);
@@ -523,7 +518,7 @@ int main(int argc, char **argv)
 		if (!server.peers[i].closed)
 			uiw_tcp_conn_dump(server.peers[i].c, stdout);
 	ok = client.failed == 0 && server.failed == 0 && client.closed == client.npeers && !leaked;
-	if (o.pair) {
+	if (o.m.pair) {
 		bool match = pair_hashes_match(&client, &server);
 
 		printf("%s: %u connections, streams %s\n", match && ok ? "PASS" : "FAIL", client.npeers,

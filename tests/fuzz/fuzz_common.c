@@ -6,6 +6,7 @@
 
 #include <rte_eal.h>
 
+#include "mbuf_exact.h"
 #include "uiw_log.h"
 
 static void (*tx_check)(const struct rte_mbuf *m);
@@ -57,27 +58,11 @@ void fuzz_port_init(struct uiw_port *port, struct rte_mempool *pool,
 	uiw_port_init_test(port, pool, &mac, 1500, rx_none, tx_free, NULL);
 }
 
-static void ext_free(void *addr, void *opaque)
-{
-	free(addr);
-	free(opaque);
-}
-
 struct rte_mbuf *fuzz_exact_mbuf(struct rte_mempool *pool, const uint8_t *data, size_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-	struct rte_mbuf_ext_shared_info *sh = calloc(1, sizeof(*sh));
-	void *buf = malloc(len == 0 ? 1 : len);
+	struct rte_mbuf *m = mbuf_exact(pool, data, len);
 
-	if (m == NULL || sh == NULL || buf == NULL)
+	if (m == NULL)
 		abort();
-	if (len > 0)
-		memcpy(buf, data, len);
-	sh->free_cb = ext_free;
-	sh->fcb_opaque = sh;
-	rte_mbuf_ext_refcnt_set(sh, 1);
-	rte_pktmbuf_attach_extbuf(m, buf, 0, (uint16_t)len, sh);
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
 	return m;
 }

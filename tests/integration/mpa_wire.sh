@@ -29,7 +29,7 @@ for policy in \
          --set "$policy" >"$dir/log" 2>&1; then
       echo "FAIL: $policy size $size: the tool failed"; tail -20 "$dir/log"; fail=1; continue
     fi
-    if ! out=$(python3 "$checker" "$cap"); then
+    if ! out=$(python3 "$checker" --one-fpdu-per-segment "$cap"); then
       echo "FAIL: $policy size $size: $out"; fail=1; continue
     fi
     if [ -x "$shared_check" ] && ! out2=$("$shared_check" "$cap"); then

@@ -7,6 +7,7 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 
+#include "mbuf_exact.h"
 #include "uiw_log.h"
 
 static struct rte_mempool *pool;
@@ -68,28 +69,11 @@ struct rte_mbuf *frame_copy(const void *bytes, size_t len)
 	return m;
 }
 
-static void ext_free(void *addr, void *opaque)
-{
-	free(addr);
-	free(opaque);
-}
-
 struct rte_mbuf *frame_exact(const void *bytes, size_t len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-	struct rte_mbuf_ext_shared_info *sh = calloc(1, sizeof(*sh));
-	void *buf = malloc(len == 0 ? 1 : len);
+	struct rte_mbuf *m = mbuf_exact(pool, bytes, len);
 
 	ck_assert_ptr_nonnull(m);
-	ck_assert_ptr_nonnull(sh);
-	ck_assert_ptr_nonnull(buf);
-	memcpy(buf, bytes, len);
-	sh->free_cb = ext_free;
-	sh->fcb_opaque = sh;
-	rte_mbuf_ext_refcnt_set(sh, 1);
-	rte_pktmbuf_attach_extbuf(m, buf, 0, (uint16_t)len, sh);
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
 	return m;
 }
 
