@@ -524,6 +524,7 @@ END_TEST
 
 START_TEST(bad_requests_answered)
 {
+	static const uint8_t zeros[300];
 	uint8_t req[600];
 	struct uiw_mpa_params lp;
 	size_t n;
@@ -550,9 +551,7 @@ START_TEST(bad_requests_answered)
 		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_bad_rev), 1);
 		break;
 	case 2: /* 300 octets of private data, over the cap of 256 */
-		memset(req + 100, 0, 300);
-		n = rr_bytes(req, false, 0x10, 2, req + 100, 300);
-		memset(req + 20, 0, 300);
+		n = rr_bytes(req, false, 0x10, 2, zeros, 300);
 		raw_send(req, n);
 		ck_assert(pair_run_until(raw_is, &raw.peer_closed, 2000));
 		ck_assert_uint_eq(raw.rx[16] & 0x20, 0x20);

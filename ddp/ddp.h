@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * DDP (RFC 5041) for RDMAP: the STag table (registered memory, checked on every tagged
+ * access), segment header parsing, placement from an MPA ULPDU view into memory, and
+ * cutting messages into segments of at most MULPDU that MPA sends one by one.
+ *
+ * Placement copies straight from the received mbufs into the target memory: that copy is
+ * the only pass over the payload besides MPA's CRC.
+ */
+#ifndef UIW_DDP_H
+#define UIW_DDP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ddp_wire.h"
+#include "mpa.h"
+
+/* Access rights of a region (the values of rdma-core's IBV_ACCESS_*). */
+#define UIW_ACCESS_LOCAL_WRITE 0x1u
+#define UIW_ACCESS_REMOTE_WRITE 0x2u
+#define UIW_ACCESS_REMOTE_READ 0x4u
+
+/** A registered region: STag = 24-bit index << 8 | 8-bit key. */
+struct uiw_mr {
+	uint32_t stag;
+	uint32_t pd;
+	uint64_t va;          /**< tagged offset of the first octet */
+	uint64_t len;
+	uint8_t *addr;
+	unsigned access;
+	bool valid;           /**< false once invalidated */
+	bool used;
+};
+
+struct uiw_stag_table {
+	struct uiw_mr *mr;
+	uint32_t cap;         /**< slots (a power of two) */
+	uint32_t count;
+	uint32_t next;        /**< where the search for a free slot starts */
+	uint64_t rnd[2];
+};
+
+/** Creates a table of @p cap regions (rounded up to a power of two, at most 2^24 - 1). */
+int uiw_stag_table_init(struct uiw_stag_table *t, uint32_t cap);
+void uiw_stag_table_fini(struct uiw_stag_table *t);
+
+/**
+ * Registers @p len octets at @p addr, tagged offsets from @p va, for protection domain
+ * @p pd. The index is unpredictable (RFC 5042 §5.1); @p key is the consumer's 8 bits.
+ * @return the region, or NULL when the table is full.
+ */
+struct uiw_mr *uiw_stag_register(struct uiw_stag_table *t, uint32_t pd, void *addr, uint64_t len,
+				 uint64_t va, unsigned access, uint8_t key);
+
+void uiw_stag_deregister(struct uiw_stag_table *t, struct uiw_mr *mr);
+
+/** The region of @p stag (index and key must match), valid or not; NULL if none. */
+struct uiw_mr *uiw_stag_find(const struct uiw_stag_table *t, uint32_t stag);
+
+/** What a tagged access found wrong, in the order RFC 5040 §8/RFC 5041 §7 check it. */
+enum uiw_stag_check {
+	UIW_STAG_OK = 0,
+	UIW_STAG_INVALID,     /**< no such STag, wrong key, or invalidated */
+	UIW_STAG_PD,          /**< not associated with this stream's protection domain */
+	UIW_STAG_ACCESS,      /**< the region lacks the access right */
+	UIW_STAG_WRAP,        /**< TO + length wraps past 2^64 */
+	UIW_STAG_BOUNDS,      /**< outside the region */
+};
+
+/** Checks an access of @p len octets at @p to needing @p access. On OK, *out is the region. */
+enum uiw_stag_check uiw_stag_check(const struct uiw_stag_table *t, uint32_t stag, uint32_t pd,
+				   uint64_t to, uint64_t len, unsigned access, struct uiw_mr **out);
+
+/** Invalidates @p stag for @p pd (RFC 5040 §5.2). @return 0, -ENOENT, -EACCES (other PD). */
+int uiw_stag_invalidate(struct uiw_stag_table *t, uint32_t stag, uint32_t pd);
+
+/** A parsed DDP segment header and where its payload starts in the ULPDU. */
+struct uiw_ddp_seg {
+	bool tagged, last;
+	uint8_t rdmap;        /**< the ULP's control byte (RDMAP: RV and opcode) */
+	uint32_t stag;        /**< tagged */
+	uint64_t to;          /**< tagged */
+	uint32_t rsvd_ulp;    /**< untagged: RDMAP's Invalidate STag */
+	uint32_t qn, msn, mo; /**< untagged */
+	uint32_t hdr_len;     /**< 14 or 18 */
+	uint32_t len;         /**< payload octets after the header */
+};
+
+enum uiw_ddp_parse {
+	UIW_DDP_PARSE_OK = 0,
+	UIW_DDP_PARSE_SHORT,      /**< shorter than its header */
+	UIW_DDP_PARSE_VERSION,    /**< DV is not 1 (tagged code 0x04, untagged 0x06) */
+};
+
+/** Reads the header of @p u into @p s (s->tagged is set even on VERSION). */
+enum uiw_ddp_parse uiw_ddp_parse(const struct uiw_mpa_ulpdu *u, struct uiw_ddp_seg *s);
+
+/** A piece of local memory: the scatter/gather element of a work request. */
+struct uiw_sge {
+	uint8_t *addr;
+	uint32_t len;
+};
+
+/** Octets in @p n SGEs. */
+uint64_t uiw_sge_total(const struct uiw_sge *sg, unsigned n);
+
+/**
+ * Copies @p len octets of @p u from offset @p from into the SGE list at offset @p at.
+ * @return 0, or -1 when they do not fit (nothing is copied then).
+ */
+int uiw_ddp_place(const struct uiw_mpa_ulpdu *u, uint32_t from, uint32_t len,
+		  const struct uiw_sge *sg, unsigned n, uint64_t at);
+
+/** Where the next segment of a message being sent starts. */
+struct uiw_ddp_tx {
+	uint64_t off;         /**< octets of the message already sent */
+};
+
+/**
+ * Sends segments of a tagged message (@p rdmap control byte, @p stag, @p to of its first
+ * octet, payload from @p sg) from @p tx->off until it is all sent or MPA has no room.
+ * A zero-length message is one segment. @return 1 when the last segment went out, 0 when
+ * out of room (call again once writable), or a negative MPA error.
+ */
+int uiw_ddp_send_tagged(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint8_t rdmap,
+			uint32_t stag, uint64_t to, const struct uiw_sge *sg, unsigned n);
+
+/** The same for an untagged message on @p qn with @p msn; @p body (may be NULL) comes
+ *  first in the payload, before the SGEs (a Read Request's or Terminate's fields). */
+int uiw_ddp_send_untagged(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint8_t rdmap,
+			  uint32_t rsvd_ulp, uint32_t qn, uint32_t msn, const void *body,
+			  uint32_t body_len, const struct uiw_sge *sg, unsigned n);
+
+#endif

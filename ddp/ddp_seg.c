@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DDP segments (RFC 5041 §4-§6): parsing, placement, and cutting messages to MULPDU. */
+#include <errno.h>
+#include <string.h>
+
+#include "ddp.h"
+
+enum uiw_ddp_parse uiw_ddp_parse(const struct uiw_mpa_ulpdu *u, struct uiw_ddp_seg *s)
+{
+	struct uiw_ddp_untagged h;
+	size_t got = uiw_mpa_ulpdu_copy(u, 0, &h, sizeof(h));
+
+	memset(s, 0, sizeof(*s));
+	if (got < 2)
+		return UIW_DDP_PARSE_SHORT;
+	s->tagged = (h.ctrl & UIW_DDP_T) != 0;
+	s->last = (h.ctrl & UIW_DDP_L) != 0;
+	s->rdmap = h.rdmap;
+	s->hdr_len = s->tagged ? sizeof(struct uiw_ddp_tagged) : sizeof(struct uiw_ddp_untagged);
+	if (got < s->hdr_len)
+		return UIW_DDP_PARSE_SHORT;
+	/* RFC 5041 §4.2: DV must be 1; the reserved bits are not checked on receive. */
+	if ((h.ctrl & UIW_DDP_DV_MASK) != UIW_DDP_VERSION)
+		return UIW_DDP_PARSE_VERSION;
+	s->len = u->len - s->hdr_len;
+	if (s->tagged) {
+		const struct uiw_ddp_tagged *t = (const void *)&h;
+
+		s->stag = uiw_ddp_stag(t);
+		s->to = uiw_ddp_to(t);
+	} else {
+		s->rsvd_ulp = uiw_be32_get(h.rsvd_ulp);
+		s->qn = uiw_ddp_qn(&h);
+		s->msn = uiw_ddp_msn(&h);
+		s->mo = uiw_ddp_mo(&h);
+	}
+	return UIW_DDP_PARSE_OK;
+}
+
+uint64_t uiw_sge_total(const struct uiw_sge *sg, unsigned n)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		sum += sg[i].len;
+	return sum;
+}
+
+int uiw_ddp_place(const struct uiw_mpa_ulpdu *u, uint32_t from, uint32_t len,
+		  const struct uiw_sge *sg, unsigned n, uint64_t at)
+{
+	if (len == 0)
+		return 0;
+	if (at + len > uiw_sge_total(sg, n) || (uint64_t)from + len > u->len)
+		return -1;
+	for (unsigned i = 0; i < n && len > 0; i++) {
+		if (at >= sg[i].len) {
+			at -= sg[i].len;
+			continue;
+		}
+		uint32_t k = sg[i].len - (uint32_t)at < len ? sg[i].len - (uint32_t)at : len;
+
+		uiw_mpa_ulpdu_copy(u, from, sg[i].addr + at, k);
+		from += k;
+		len -= k;
+		at = 0;
+	}
+	return 0;
+}
+
+#define SEG_PIECES 10
+
+/* The pieces of [off, off + room) of body ++ SGEs into @p out (after slot 0, the header).
+ * @return the pieces used. */
+static unsigned slice(const void *body, uint32_t body_len, const struct uiw_sge *sg, unsigned n,
+		      uint64_t off, uint32_t room, struct uiw_mpa_iov *out)
+{
+	unsigned k = 0;
+
+	if (off < body_len && room > 0) {
+		uint32_t take = body_len - (uint32_t)off < room ? body_len - (uint32_t)off : room;
+
+		out[k++] = (struct uiw_mpa_iov){ (uint8_t *)(uintptr_t)body + off, take };
+		room -= take;
+		off = 0;
+	} else {
+		off -= body_len;
+	}
+	for (unsigned i = 0; i < n && room > 0 && k < SEG_PIECES; i++) {
+		if (off >= sg[i].len) {
+			off -= sg[i].len;
+			continue;
+		}
+		uint32_t take = sg[i].len - (uint32_t)off < room ? sg[i].len - (uint32_t)off : room;
+
+		out[k++] = (struct uiw_mpa_iov){ sg[i].addr + off, take };
+		room -= take;
+		off = 0;
+	}
+	return k;
+}
+
+/* Sends segments until the message is out; @p hdr_fill writes the header for a segment at
+ * message offset off. */
+static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t hdr_len,
+			void (*hdr_fill)(void *hdr, const void *arg, uint64_t off, bool last),
+			const void *arg, const void *body, uint32_t body_len,
+			const struct uiw_sge *sg, unsigned n)
+{
+	uint64_t total = body_len + uiw_sge_total(sg, n);
+	uint32_t mul = uiw_mpa_info(c)->mulpdu;
+	uint8_t hdr[sizeof(struct uiw_ddp_untagged)];
+
+	if (mul <= hdr_len)
+		return -EMSGSIZE;
+	do {
+		struct uiw_mpa_iov iov[1 + SEG_PIECES] = { { hdr, hdr_len } };
+		uint32_t room = mul - hdr_len;
+		uint32_t want = total - tx->off < room ? (uint32_t)(total - tx->off) : room;
+		unsigned k = slice(body, body_len, sg, n, tx->off, want, iov + 1);
+		uint32_t len = 0;
+
+		for (unsigned i = 1; i <= k; i++)
+			len += iov[i].len;
+		hdr_fill(hdr, arg, tx->off, tx->off + len == total);
+		if (!uiw_mpa_can_send(c, hdr_len + len))
+			return 0;
+		int rc = uiw_mpa_send(c, iov, 1 + k);
+
+		if (rc == -ENOBUFS)
+			return 0;
+		if (rc != 0)
+			return rc;
+		tx->off += len;
+	} while (tx->off < total);
+	return 1;
+}
+
+struct tagged_arg {
+	uint8_t rdmap;
+	uint32_t stag;
+	uint64_t to;
+};
+
+static void tagged_fill(void *hdr, const void *arg, uint64_t off, bool last)
+{
+	const struct tagged_arg *a = arg;
+	struct uiw_ddp_tagged h;
+
+	uiw_ddp_tagged_set(&h, (uint8_t)(UIW_DDP_T | (last ? UIW_DDP_L : 0) | UIW_DDP_VERSION),
+			   a->rdmap & UIW_RDMAP_OPCODE_MASK, a->stag, a->to + off);
+	memcpy(hdr, &h, sizeof(h));
+}
+
+int uiw_ddp_send_tagged(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint8_t rdmap,
+			uint32_t stag, uint64_t to, const struct uiw_sge *sg, unsigned n)
+{
+	struct tagged_arg a = { rdmap, stag, to };
+
+	return send_message(c, tx, sizeof(struct uiw_ddp_tagged), tagged_fill, &a, NULL, 0, sg, n);
+}
+
+struct untagged_arg {
+	uint8_t rdmap;
+	uint32_t rsvd_ulp, qn, msn;
+};
+
+static void untagged_fill(void *hdr, const void *arg, uint64_t off, bool last)
+{
+	const struct untagged_arg *a = arg;
+	struct uiw_ddp_untagged h;
+
+	uiw_ddp_untagged_set(&h, (uint8_t)((last ? UIW_DDP_L : 0) | UIW_DDP_VERSION),
+			     a->rdmap & UIW_RDMAP_OPCODE_MASK, a->rsvd_ulp, a->qn, a->msn,
+			     (uint32_t)off);
+	memcpy(hdr, &h, sizeof(h));
+}
+
+int uiw_ddp_send_untagged(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint8_t rdmap,
+			  uint32_t rsvd_ulp, uint32_t qn, uint32_t msn, const void *body,
+			  uint32_t body_len, const struct uiw_sge *sg, unsigned n)
+{
+	struct untagged_arg a = { rdmap, rsvd_ulp, qn, msn };
+
+	return send_message(c, tx, sizeof(struct uiw_ddp_untagged), untagged_fill, &a, body,
+			    body_len, sg, n);
+}

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * DDP (RFC 5041): the STag table's checks, header parsing (every truncation, bad version),
+ * placement across SGEs, and messages cut into segments no larger than MULPDU, sent between
+ * two stack instances over MPA and read back segment by segment.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_common.h"
+#include "ddp.h"
+#include "pair_fixture.h"
+#include "uiw_time.h"
+
+static struct uiw_stag_table tab;
+static uint8_t mem[4096];
+
+START_TEST(stag_checks)
+{
+	struct uiw_mr *mr, *got = NULL;
+
+	ck_assert_int_eq(uiw_stag_table_init(&tab, 16), 0);
+	mr = uiw_stag_register(&tab, 7, mem, sizeof(mem), 0x10000, UIW_ACCESS_REMOTE_WRITE, 0x5a);
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_uint_eq(mr->stag & 0xff, 0x5a);
+	ck_assert_uint_ne(mr->stag >> 8, 0);
+	ck_assert_ptr_eq(uiw_stag_find(&tab, mr->stag), mr);
+	ck_assert_ptr_null(uiw_stag_find(&tab, mr->stag ^ 1));         /* key */
+	ck_assert_ptr_null(uiw_stag_find(&tab, mr->stag + 0x100));     /* index */
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0x10000, 4096, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_OK);
+	ck_assert_ptr_eq(got, mr);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0x10000 + 4096, 0, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_OK);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag ^ 2, 7, 0x10000, 1, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_INVALID);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 8, 0x10000, 1, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_PD);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0x10000, 1, UIW_ACCESS_REMOTE_READ, &got), UIW_STAG_ACCESS);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0xffffffffffffff00ull, 0x200, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_WRAP);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0xffff, 1, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_BOUNDS);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0x10000 + 4095, 2, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_BOUNDS);
+	/* Invalidation: same PD only (RFC 5040 §5.2); then every access is refused. */
+	ck_assert_int_eq(uiw_stag_invalidate(&tab, mr->stag, 8), -EACCES);
+	ck_assert_int_eq(uiw_stag_invalidate(&tab, mr->stag, 7), 0);
+	ck_assert_int_eq(uiw_stag_invalidate(&tab, mr->stag, 7), -ENOENT);
+	ck_assert_int_eq(uiw_stag_check(&tab, mr->stag, 7, 0x10000, 1, UIW_ACCESS_REMOTE_WRITE, &got), UIW_STAG_INVALID);
+	uiw_stag_deregister(&tab, mr);
+	ck_assert_ptr_null(uiw_stag_find(&tab, mr->stag));
+	ck_assert_uint_eq(tab.count, 0);
+	uiw_stag_table_fini(&tab);
+}
+END_TEST
+
+START_TEST(stag_table_fills_and_indexes_differ)
+{
+	struct uiw_mr *all[16];
+	struct uiw_stag_table other;
+
+	ck_assert_int_eq(uiw_stag_table_init(&tab, 16), 0);
+	ck_assert_int_eq(uiw_stag_table_init(&other, 16), 0);
+	unsigned same = 0;
+
+	for (int i = 0; i < 16; i++) {
+		all[i] = uiw_stag_register(&tab, 1, mem, 1, 0, 0, 0);
+		ck_assert_ptr_nonnull(all[i]);
+		struct uiw_mr *o = uiw_stag_register(&other, 1, mem, 1, 0, 0, 0);
+
+		same += o->stag == all[i]->stag;
+		for (int j = 0; j < i; j++)
+			ck_assert_uint_ne(all[i]->stag, all[j]->stag);
+	}
+	ck_assert_ptr_null(uiw_stag_register(&tab, 1, mem, 1, 0, 0, 0));
+	/* Two tables hand out different STags (random 24-bit indexes). */
+	ck_assert_uint_lt(same, 4);
+	uiw_stag_deregister(&tab, all[3]);
+	ck_assert_ptr_nonnull(uiw_stag_register(&tab, 1, mem, 1, 0, 0, 0));
+	uiw_stag_table_fini(&tab);
+	uiw_stag_table_fini(&other);
+}
+END_TEST
+
+static struct uiw_mpa_ulpdu one_piece(struct uiw_mpa_iov *p, void *buf, uint32_t len)
+{
+	*p = (struct uiw_mpa_iov){ buf, len };
+	return (struct uiw_mpa_ulpdu){ .len = len, .npieces = 1, .pieces = p };
+}
+
+/* Every truncation of a tagged and an untagged header; the version check. */
+START_TEST(parse_truncations_and_version)
+{
+	static const uint8_t tagged[14] = { 0xc1, 0x40, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0, 0, 0, 0x10, 0x00 };
+	static const uint8_t untagged[18] = { 0x41, 0x44, 0xaa, 0xbb, 0xcc, 0xdd, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 9 };
+	struct uiw_mpa_iov p;
+	struct uiw_ddp_seg s;
+
+	for (uint32_t cut = 0; cut < sizeof(tagged); cut++) {
+		uint8_t *b = malloc(cut + 1);
+
+		memcpy(b, tagged, cut);
+		struct uiw_mpa_ulpdu u = one_piece(&p, b, cut);
+
+		ck_assert_int_eq(uiw_ddp_parse(&u, &s), UIW_DDP_PARSE_SHORT);
+		free(b);
+	}
+	for (uint32_t cut = 0; cut < sizeof(untagged); cut++) {
+		uint8_t *b = malloc(cut + 1);
+
+		memcpy(b, untagged, cut);
+		struct uiw_mpa_ulpdu u = one_piece(&p, b, cut);
+
+		ck_assert_int_eq(uiw_ddp_parse(&u, &s), UIW_DDP_PARSE_SHORT);
+		free(b);
+	}
+	uint8_t buf[32];
+	struct uiw_mpa_ulpdu u;
+
+	memcpy(buf, tagged, 14);
+	u = one_piece(&p, buf, 20);
+	ck_assert_int_eq(uiw_ddp_parse(&u, &s), UIW_DDP_PARSE_OK);
+	ck_assert(s.tagged && s.last);
+	ck_assert_uint_eq(s.stag, 0x12345678);
+	ck_assert_uint_eq(s.to, 0x1000);
+	ck_assert_uint_eq(s.len, 6);
+	memcpy(buf, untagged, 18);
+	u = one_piece(&p, buf, 18);
+	ck_assert_int_eq(uiw_ddp_parse(&u, &s), UIW_DDP_PARSE_OK);
+	ck_assert(!s.tagged && s.last);
+	ck_assert_uint_eq(s.rdmap & 0x0f, 4);
+	ck_assert_uint_eq(s.rsvd_ulp, 0xaabbccdd);
+	ck_assert_uint_eq(s.msn, 3);
+	ck_assert_uint_eq(s.mo, 9);
+	ck_assert_uint_eq(s.len, 0);
+	for (uint8_t dv = 0; dv < 4; dv++) {
+		buf[0] = (uint8_t)(0x40 | dv);
+		ck_assert_int_eq(uiw_ddp_parse(&u, &s), dv == 1 ? UIW_DDP_PARSE_OK : UIW_DDP_PARSE_VERSION);
+	}
+}
+END_TEST
+
+START_TEST(place_across_sges)
+{
+	uint8_t src[100], a[10], b[1], c[50];
+	struct uiw_mpa_iov pieces[3] = { { src, 30 }, { src + 30, 7 }, { src + 37, 63 } };
+	struct uiw_mpa_ulpdu u = { .len = 100, .npieces = 3, .pieces = pieces };
+	struct uiw_sge sg[3] = { { a, sizeof(a) }, { b, sizeof(b) }, { c, sizeof(c) } };
+	uint8_t flat[61];
+
+	for (int i = 0; i < 100; i++)
+		src[i] = (uint8_t)i;
+	for (uint32_t at = 0; at <= 61; at++) {
+		for (uint32_t len = 0; at + len <= 61; len += 7) {
+			memset(a, 0xee, sizeof(a));
+			memset(b, 0xee, sizeof(b));
+			memset(c, 0xee, sizeof(c));
+			ck_assert_int_eq(uiw_ddp_place(&u, 20, len, sg, 3, at), 0);
+			memcpy(flat, a, 10);
+			memcpy(flat + 10, b, 1);
+			memcpy(flat + 11, c, 50);
+			for (uint32_t k = 0; k < 61; k++)
+				ck_assert_uint_eq(flat[k], k >= at && k < at + len ? src[20 + k - at] : 0xee);
+		}
+	}
+	/* Past the SGEs or the ULPDU: refused, nothing written. */
+	memset(c, 0xee, sizeof(c));
+	ck_assert_int_eq(uiw_ddp_place(&u, 0, 10, sg, 3, 52), -1);
+	ck_assert_int_eq(uiw_ddp_place(&u, 95, 10, sg, 3, 0), -1);
+	ck_assert_uint_eq(c[49], 0xee);
+}
+END_TEST
+
+/* ---- Segmentation between two instances. ---- */
+
+#define RX_SEGS 256
+
+struct seg_sink {
+	struct uiw_mpa_conn *c;
+	bool up;
+	unsigned n;
+	struct uiw_ddp_seg seg[RX_SEGS];
+	uint8_t data[200000];
+	uint32_t data_len;
+};
+
+static struct seg_sink snd, rcv;
+
+static void sink_established(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_info *info)
+{
+	struct seg_sink *k = user;
+
+	(void)info;
+	k->c = c;
+	k->up = true;
+}
+
+static int sink_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+{
+	struct seg_sink *k = user;
+	struct uiw_ddp_seg *s = &k->seg[k->n];
+
+	(void)c;
+	ck_assert_uint_lt(k->n, RX_SEGS);
+	ck_assert_int_eq(uiw_ddp_parse(u, s), UIW_DDP_PARSE_OK);
+	ck_assert_uint_eq(uiw_mpa_ulpdu_copy(u, s->hdr_len, k->data + k->data_len, s->len), s->len);
+	k->data_len += s->len;
+	k->n++;
+	return 0;
+}
+
+static void sink_closed(void *user, struct uiw_mpa_conn *c, int err)
+{
+	(void)c;
+	(void)err;
+	((struct seg_sink *)user)->c = NULL;
+}
+
+static const struct uiw_mpa_ops sink_ops = {
+	.established = sink_established, .ulpdu = sink_ulpdu, .closed = sink_closed,
+};
+
+static bool both_up(void *arg)
+{
+	(void)arg;
+	return snd.up && rcv.up;
+}
+
+static void connect_pair(bool markers)
+{
+	struct uiw_config cfg;
+	struct uiw_mpa_params p;
+
+	uiw_config_defaults(&cfg);
+	uiw_mpa_params_from_config(&p, &cfg);
+	p.markers = markers;
+	p.first_delay_us = 0;
+	memset(&snd, 0, sizeof(snd));
+	memset(&rcv, 0, sizeof(rcv));
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, 9000, 4, &p, &sink_ops, &rcv), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, 9000, &p, &sink_ops, &snd,
+					 uiw_now_ns(), &snd.c), 0);
+	ck_assert(pair_run_until(both_up, NULL, 2000));
+}
+
+struct want { unsigned segs; uint32_t octets; };
+
+static bool got_all(void *arg)
+{
+	const struct want *w = arg;
+
+	return rcv.n >= w->segs && rcv.data_len >= w->octets;
+}
+
+static uint8_t payload[150000];
+
+/* A message of @p len octets in three SGEs, sent whole (pumping the pair when out of room). */
+static void send_msg(bool tagged, uint32_t len, uint32_t body_len)
+{
+	static const uint8_t body[28] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+					  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28 };
+	struct uiw_sge sg[3] = { { payload, len / 4 }, { payload + len / 4, 1 < len ? 1 : 0 },
+				 { payload + len / 4 + (1 < len ? 1 : 0), 0 } };
+	struct uiw_ddp_tx tx = { 0 };
+	uint64_t end = uiw_now_ns() + 5 * UIW_NS_PER_S;
+	int rc;
+
+	sg[2].len = len - sg[0].len - sg[1].len;
+	do {
+		rc = tagged ? uiw_ddp_send_tagged(snd.c, &tx, 0x40, 0xabcd0001, 0x1000, sg, 3)
+			    : uiw_ddp_send_untagged(snd.c, &tx, 0x43, 0, 0, 5, body, body_len, sg, 3);
+		ck_assert_int_ge(rc, 0);
+		if (rc == 0)
+			pair_poll();
+	} while (rc == 0 && uiw_now_ns() < end);
+	ck_assert_int_eq(rc, 1);
+}
+
+/* Sizes around MULPDU and beyond: each segment within MULPDU, TO/MO advancing, L on the
+ * last only, the payload intact (RFC 5041 §5.1, §6.1). */
+START_TEST(messages_cut_to_mulpdu)
+{
+	bool tagged = _i & 1, markers = _i & 2;
+	uint32_t body_len = tagged ? 0 : 28;
+
+	connect_pair(markers);
+	uint32_t mul = uiw_mpa_info(snd.c)->mulpdu;
+	uint32_t hdr = tagged ? 14 : 18;
+	uint32_t sizes[] = { 0, 1, mul - hdr - body_len - 1, mul - hdr - body_len,
+			     mul - hdr - body_len + 1, 100000 };
+
+	for (uint32_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 13 + 5);
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		uint32_t total = sizes[k] + body_len;
+		unsigned segs = total == 0 ? 1 : (total + mul - hdr - 1) / (mul - hdr);
+		struct want w = { segs, total };
+
+		rcv.n = 0;
+		rcv.data_len = 0;
+		send_msg(tagged, sizes[k], body_len);
+		ck_assert(pair_run_until(got_all, &w, 5000));
+		pair_run_for(2);
+		ck_assert_uint_eq(rcv.n, segs);
+		ck_assert_uint_eq(rcv.data_len, total);
+		uint64_t off = 0;
+
+		for (unsigned s = 0; s < segs; s++) {
+			const struct uiw_ddp_seg *g = &rcv.seg[s];
+
+			ck_assert_int_eq(g->tagged, tagged);
+			ck_assert_int_eq(g->last, s == segs - 1);
+			ck_assert_uint_le(g->hdr_len + g->len, mul);
+			if (tagged) {
+				ck_assert_uint_eq(g->stag, 0xabcd0001);
+				ck_assert_uint_eq(g->to, 0x1000 + off);
+			} else {
+				ck_assert_uint_eq(g->qn, 0);
+				ck_assert_uint_eq(g->msn, 5);
+				ck_assert_uint_eq(g->mo, off);
+			}
+			off += g->len;
+		}
+		ck_assert_mem_eq(rcv.data + body_len, payload, sizes[k]);
+	}
+	uiw_mpa_close(snd.c);
+	pair_run_for(20);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ddp");
+	TCase *tc = tcase_with_leak_check("ddp", pair_setup, pair_teardown);
+
+	tcase_add_test(tc, stag_checks);
+	tcase_add_test(tc, stag_table_fills_and_indexes_differ);
+	tcase_add_test(tc, parse_truncations_and_version);
+	tcase_add_test(tc, place_across_sges);
+	tcase_add_loop_test(tc, messages_cut_to_mulpdu, 0, 4);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
