@@ -346,7 +346,12 @@ static void rx_fpdus(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 
 	switch (r) {
 	case UIW_MPA_RX_OK:
+		return;
 	case UIW_MPA_RX_STOPPED:
+		/* The owner stopped the stream (a Terminate, a close): the FPDU it stopped at
+		 * and everything after it are dropped, never handed up again. The connection
+		 * is still allocated here (in_call holds its release). */
+		uiw_mpa_deframer_stop(&c->rx);
 		return;
 	case UIW_MPA_RX_CRC:
 		mpa_count(c->m, UIW_MPA_C_crc_err);

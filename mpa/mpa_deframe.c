@@ -29,6 +29,12 @@ static void free_held(struct uiw_mpa_deframer *d)
 	d->avail = 0;
 }
 
+void uiw_mpa_deframer_stop(struct uiw_mpa_deframer *d)
+{
+	free_held(d);
+	d->error = UIW_MPA_RX_STOPPED;
+}
+
 void uiw_mpa_deframer_fini(struct uiw_mpa_deframer *d)
 {
 	free_held(d);

@@ -68,6 +68,10 @@ void uiw_mpa_deframer_fini(struct uiw_mpa_deframer *d);
 enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbuf *m,
 				      uiw_mpa_ulpdu_fn fn, void *arg);
 
+/** Takes nothing more: after a callback stopped the stream for good (its owner is still
+ *  alive and says so by calling this). Frees what is held. */
+void uiw_mpa_deframer_stop(struct uiw_mpa_deframer *d);
+
 const char *uiw_mpa_rx_name(enum uiw_mpa_rx r);
 
 #endif

@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "uiw_be_wire.h"
 
@@ -80,6 +81,14 @@ static inline void uiw_rdmap_term_set(struct uiw_rdmap_term *t, uint8_t layer, u
 	t->code = code;
 	t->hdrct = hdrct;
 	t->rsvd = 0;
+}
+
+/* After the control word of a Terminate with M set: the terminated segment's length. */
+static inline void uiw_rdmap_term_seg_len_set(uint8_t *p, uint16_t len)
+{
+	uiw_be16 v = uiw_be16_of(len);
+
+	memcpy(p, &v, sizeof(v));
 }
 
 #endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * RDMAP (RFC 5040): queue pairs over one MPA connection each. The seven operations (Send,
+ * Send with Invalidate, Send with Solicited Event, Send with SE and Invalidate, RDMA Write,
+ * RDMA Read as Read Request plus Read Response, Terminate), the QP state machine, send and
+ * receive queues, ORQ/IRQ bounded by the negotiated ORD/IRD, completion queues.
+ *
+ * Work requests carry local memory as address/length SGEs (the verbs layer translates
+ * lkeys); remote memory is named by STag and TO. Everything runs in the polling thread.
+ * Messages go out whole, one after another, so no two tagged or two untagged messages
+ * ever interleave on the wire (WIRE.md §1.6).
+ */
+#ifndef UIW_RDMAP_H
+#define UIW_RDMAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ddp.h"
+#include "rdmap_wire.h"
+
+#define UIW_MAX_SGE 6
+
+#define UIW_RDMAP_COUNTERS(X)                                                                \
+	X(tx_send, "Sends sent (all four kinds)")                                           \
+	X(tx_write, "RDMA Writes sent")                                                      \
+	X(tx_read_req, "Read Requests sent")                                                 \
+	X(tx_read_resp, "Read Responses sent")                                               \
+	X(rx_send, "Sends received")                                                         \
+	X(rx_write, "RDMA Writes placed")                                                    \
+	X(rx_read_req, "Read Requests taken")                                                \
+	X(rx_read_resp, "Read Responses placed")                                             \
+	X(term_tx, "Terminates sent")                                                        \
+	X(term_rx, "Terminates received")                                                    \
+	X(flushed, "work requests flushed by an error")
+
+#define UIW_RDMAP_C_(name, help) UIW_RDMAP_C_##name,
+enum uiw_rdmap_counter { UIW_RDMAP_COUNTERS(UIW_RDMAP_C_) UIW_RDMAP_C__COUNT };
+#undef UIW_RDMAP_C_
+
+extern const struct uiw_counter_desc uiw_rdmap_counter_desc[UIW_RDMAP_C__COUNT];
+
+enum uiw_qp_state {
+	UIW_QPS_IDLE = 0,     /**< not connected yet */
+	UIW_QPS_RTS,          /**< connected */
+	UIW_QPS_CLOSING,      /**< orderly close under way */
+	UIW_QPS_TERMINATE,    /**< a Terminate is being sent */
+	UIW_QPS_ERROR,        /**< broken: work requests are flushed */
+};
+
+enum uiw_wr_op {
+	UIW_WR_SEND, UIW_WR_SEND_INV, UIW_WR_SEND_SE, UIW_WR_SEND_SE_INV, UIW_WR_WRITE, UIW_WR_READ,
+};
+
+struct uiw_send_wr {
+	uint64_t wr_id;
+	enum uiw_wr_op op;
+	bool signaled;
+	struct uiw_sge sg[UIW_MAX_SGE];
+	unsigned nsge;
+	uint32_t rkey;            /**< Write: data sink; Read: data source */
+	uint64_t remote_addr;
+	uint32_t inv_stag;        /**< Send with Invalidate: the peer's STag to invalidate */
+	uint32_t sink_stag;       /**< Read: the local region's STag (sg[0] lies in it) */
+	uint64_t sink_to;         /**< Read: the tagged offset of sg[0].addr in that region */
+};
+
+struct uiw_recv_wr {
+	uint64_t wr_id;
+	struct uiw_sge sg[UIW_MAX_SGE];
+	unsigned nsge;
+};
+
+enum uiw_wc_status {
+	UIW_WC_SUCCESS = 0,
+	UIW_WC_LOC_LEN_ERR,       /**< a message longer than the receive buffer */
+	UIW_WC_LOC_PROT_ERR,
+	UIW_WC_WR_FLUSH_ERR,      /**< the QP went to error before this completed */
+	UIW_WC_REM_ACCESS_ERR,    /**< the peer Terminated for a protection error */
+	UIW_WC_REM_OP_ERR,        /**< the peer Terminated for another reason */
+	UIW_WC_FATAL_ERR,
+};
+
+enum uiw_wc_op { UIW_WC_SEND, UIW_WC_RDMA_WRITE, UIW_WC_RDMA_READ, UIW_WC_RECV };
+
+struct uiw_wc {
+	uint64_t wr_id;
+	enum uiw_wc_status status;
+	enum uiw_wc_op op;
+	uint32_t byte_len;
+	uint32_t qp_num;
+	uint32_t inv_stag;        /**< the STag a Send with Invalidate invalidated */
+	bool with_inv, solicited;
+};
+
+struct uiw_cq {
+	struct uiw_wc *ring;
+	uint32_t cap, head, tail;
+	bool armed, solicited_only;
+	void (*notify)(void *arg, struct uiw_cq *cq);
+	void *notify_arg;
+	uint64_t overflow;
+};
+
+int uiw_cq_init(struct uiw_cq *cq, uint32_t cap);
+void uiw_cq_fini(struct uiw_cq *cq);
+/** Takes up to @p n completions. @return how many. */
+unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n);
+/** Arms the CQ: the next completion (the next solicited one with @p solicited_only)
+ *  calls cq->notify once. */
+void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only);
+
+struct uiw_qp;
+
+/** What a QP tells its owner besides completions. Any slot may be NULL. */
+struct uiw_qp_events {
+	/** The connection is in full operation and the QP in RTS. */
+	void (*established)(void *arg, struct uiw_qp *qp, const struct uiw_mpa_info *info);
+	/** The QP moved to ERROR: @p why says how (a Terminate in or out, a reset, a close). */
+	void (*error)(void *arg, struct uiw_qp *qp, const char *why);
+	/** The connection is gone; the QP may be destroyed from here on. */
+	void (*closed)(void *arg, struct uiw_qp *qp);
+};
+
+struct uiw_qp_attr {
+	uint32_t qp_num, pd;
+	uint32_t sq_size, rq_size;     /**< work requests outstanding at once */
+	struct uiw_cq *send_cq, *recv_cq;
+	struct uiw_stag_table *stags;
+	const struct uiw_qp_events *events;
+	void *event_arg;
+};
+
+int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *attr);
+void uiw_qp_destroy(struct uiw_qp *qp);
+
+/**
+ * The MPA callbacks of a connection that carries a QP (pass them, with the QP as user, to
+ * uiw_mpa_connect() or uiw_mpa_accept()). On established the QP takes the negotiated
+ * IRD/ORD and the RTR that used up MSN 1 and moves to RTS.
+ */
+extern const struct uiw_mpa_ops uiw_qp_mpa_ops;
+
+/** @return 0, -EINVAL (bad WR: too many SGEs, a Read with other than one SGE), -ENOMEM
+ *  (queue full), -ENOTCONN (QP in error: the WR is not taken). */
+int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr);
+int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr);
+
+/** Sends what can be sent now (called on writable; cheap when there is nothing). */
+void uiw_qp_progress(struct uiw_qp *qp);
+
+/** Orderly close: after what is queued, FIN; flushes what is left. */
+void uiw_qp_disconnect(struct uiw_qp *qp);
+
+/** Sends a Terminate for an error the owner found (RFC 5040 §7) and moves to ERROR. */
+void uiw_qp_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+		      const char *why);
+
+enum uiw_qp_state uiw_qp_state(const struct uiw_qp *qp);
+/** The MPA connection under the QP (NULL before it is established and after it is gone). */
+struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp);
+/** Read Requests the QP may have outstanding (the negotiated ORD). */
+uint16_t uiw_qp_ord(const struct uiw_qp *qp);
+const uint64_t *uiw_qp_counters(const struct uiw_qp *qp);
+
+/** The last Terminate received: layer, etype, code as the peer sent them, and whether its
+ *  control word looked like siw's bit order (WIRE.md §1.6). */
+struct uiw_term_info {
+	bool valid, siw_order;
+	uint8_t layer, etype, code;
+};
+const struct uiw_term_info *uiw_qp_term_rx(const struct uiw_qp *qp);
+const struct uiw_term_info *uiw_qp_term_tx(const struct uiw_qp *qp);
+
+#endif

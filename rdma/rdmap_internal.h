@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* RDMAP internals shared by rdmap_qp.c, rdmap_tx.c and rdmap_rx.c. */
+#ifndef UIW_RDMAP_INTERNAL_H
+#define UIW_RDMAP_INTERNAL_H
+
+#include "rdmap.h"
+
+/* Read Responses sent in a row while Sends or Writes wait (as siw). */
+#define IRQ_BURST 4
+/* Terminate: control, DDP segment length, a DDP header, an RDMAP Read Request body. */
+#define TERM_BODY_MAX (4 + 2 + 18 + 28)
+
+struct sq_entry {
+	struct uiw_send_wr wr;
+	bool done;
+	enum uiw_wc_status status;
+	uint32_t len;
+};
+
+struct orq_entry {
+	uint32_t sq_idx;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	struct uiw_sge sink;
+	uint32_t placed;
+};
+
+struct irq_entry {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	struct uiw_sge src;
+};
+
+enum tx_kind { TX_IDLE, TX_SQ, TX_IRQ, TX_TERM };
+
+struct uiw_qp {
+	uint32_t qp_num, pd;
+	enum uiw_qp_state state;
+	struct uiw_stag_table *stags;
+	struct uiw_mpa_conn *conn;
+	struct uiw_cq *scq, *rcq;
+	const struct uiw_qp_events *events;
+	void *event_arg;
+	uint64_t c[UIW_RDMAP_C__COUNT];
+
+	/* Send queue: [comp, tx) sent or in flight, [tx, tail) waiting (indices mod cap). */
+	struct sq_entry *sq;
+	uint32_t sq_cap, sq_comp, sq_tx, sq_tail;
+	struct uiw_recv_wr *rq;
+	uint32_t rq_cap, rq_head, rq_tail;
+	struct orq_entry orq[UIW_MPA_IRD_ORD_MAX];
+	uint32_t orq_head, orq_tail;
+	uint16_t ord;
+	struct irq_entry irq[UIW_MPA_IRD_ORD_MAX];
+	uint32_t irq_head, irq_tail;
+	uint16_t ird;
+
+	/* Transmit: the message under way (messages go out whole, one after another). */
+	enum tx_kind tx_kind;
+	struct uiw_ddp_tx tx;
+	unsigned irq_burst;
+	uint32_t send_msn, rreq_msn;       /* next MSN on QN 0 and QN 1 */
+	uint8_t term_body[TERM_BODY_MAX];
+	uint32_t term_len;
+	bool term_pending;
+
+	/* Receive. */
+	uint32_t rx_send_msn, rx_rreq_msn; /* expected MSN on QN 0 and QN 1 */
+	uint32_t rx_mo;                    /* octets of the Send under way */
+
+	struct uiw_term_info term_rx, term_tx;
+	char why[96];
+};
+
+static inline void qp_count(struct uiw_qp *qp, enum uiw_rdmap_counter k)
+{
+	qp->c[k]++;
+}
+
+/* rdmap_qp.c */
+void qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc);
+void qp_complete_sq(struct uiw_qp *qp);
+void qp_error(struct uiw_qp *qp, const char *why);
+
+/* rdmap_tx.c */
+void qp_pump(struct uiw_qp *qp);
+void qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+		       const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
+		       const char *why);
+
+/* rdmap_rx.c */
+int qp_rx(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+
+#endif

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Queue pairs and completion queues: creation, posting, completion order, error and flush. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmap_internal.h"
+
+#define RDMAP_C_DESC_(name, help) [UIW_RDMAP_C_##name] = { #name, help },
+const struct uiw_counter_desc uiw_rdmap_counter_desc[UIW_RDMAP_C__COUNT] = {
+	UIW_RDMAP_COUNTERS(RDMAP_C_DESC_)
+};
+
+int uiw_cq_init(struct uiw_cq *cq, uint32_t cap)
+{
+	memset(cq, 0, sizeof(*cq));
+	cq->ring = calloc(cap, sizeof(*cq->ring));
+	if (cq->ring == NULL)
+		return -ENOMEM;
+	cq->cap = cap;
+	return 0;
+}
+
+void uiw_cq_fini(struct uiw_cq *cq)
+{
+	free(cq->ring);
+	memset(cq, 0, sizeof(*cq));
+}
+
+unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n)
+{
+	unsigned k = 0;
+
+	while (k < n && cq->head != cq->tail)
+		wc[k++] = cq->ring[cq->head++ % cq->cap];
+	return k;
+}
+
+void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only)
+{
+	cq->armed = true;
+	cq->solicited_only = solicited_only;
+}
+
+void qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
+{
+	if (cq->tail - cq->head == cq->cap) {
+		cq->overflow++;   /* the owner sized the CQ below its queues */
+		return;
+	}
+	cq->ring[cq->tail++ % cq->cap] = *wc;
+	/* Notification is one-shot; solicited-only waits for a solicited receive or an error
+	 * (the verbs rule for IBV_CQ_SOLICITED). */
+	if (cq->armed && (!cq->solicited_only || wc->solicited || wc->status != UIW_WC_SUCCESS)) {
+		cq->armed = false;
+		if (cq->notify != NULL)
+			cq->notify(cq->notify_arg, cq);
+	}
+}
+
+static enum uiw_wc_op wc_op(enum uiw_wr_op op)
+{
+	return op == UIW_WR_WRITE ? UIW_WC_RDMA_WRITE : op == UIW_WR_READ ? UIW_WC_RDMA_READ : UIW_WC_SEND;
+}
+
+/* Completions leave in posting order: a Send behind an unanswered Read waits for it. */
+void qp_complete_sq(struct uiw_qp *qp)
+{
+	while (qp->sq_comp != qp->sq_tx) {
+		struct sq_entry *e = &qp->sq[qp->sq_comp % qp->sq_cap];
+
+		if (!e->done)
+			return;
+		if (e->wr.signaled || e->status != UIW_WC_SUCCESS) {
+			struct uiw_wc wc = { .wr_id = e->wr.wr_id, .status = e->status,
+					     .op = wc_op(e->wr.op), .byte_len = e->len, .qp_num = qp->qp_num };
+
+			qp_cq_push(qp->scq, &wc);
+		}
+		qp->sq_comp++;
+	}
+}
+
+int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
+{
+	struct uiw_qp *qp = calloc(1, sizeof(*qp));
+
+	if (qp == NULL || a->sq_size == 0 || a->rq_size == 0 || a->send_cq == NULL ||
+	    a->recv_cq == NULL || a->stags == NULL) {
+		free(qp);
+		return qp == NULL ? -ENOMEM : -EINVAL;
+	}
+	qp->sq = calloc(a->sq_size, sizeof(*qp->sq));
+	qp->rq = calloc(a->rq_size, sizeof(*qp->rq));
+	if (qp->sq == NULL || qp->rq == NULL) {
+		uiw_qp_destroy(qp);
+		return -ENOMEM;
+	}
+	qp->qp_num = a->qp_num;
+	qp->pd = a->pd;
+	qp->sq_cap = a->sq_size;
+	qp->rq_cap = a->rq_size;
+	qp->scq = a->send_cq;
+	qp->rcq = a->recv_cq;
+	qp->stags = a->stags;
+	qp->events = a->events;
+	qp->event_arg = a->event_arg;
+	qp->state = UIW_QPS_IDLE;
+	snprintf(qp->why, sizeof(qp->why), "not connected");
+	*out = qp;
+	return 0;
+}
+
+void uiw_qp_destroy(struct uiw_qp *qp)
+{
+	if (qp == NULL)
+		return;
+	if (qp->conn != NULL)
+		uiw_mpa_abort(qp->conn, "QP destroyed");
+	free(qp->sq);
+	free(qp->rq);
+	free(qp);
+}
+
+static void flush(struct uiw_qp *qp)
+{
+	for (uint32_t i = qp->sq_comp; i != qp->sq_tail; i++) {
+		struct sq_entry *e = &qp->sq[i % qp->sq_cap];
+
+		if (!e->done) {
+			e->done = true;
+			e->status = UIW_WC_WR_FLUSH_ERR;
+			qp_count(qp, UIW_RDMAP_C_flushed);
+		}
+	}
+	qp->sq_tx = qp->sq_tail;
+	qp_complete_sq(qp);
+	while (qp->rq_head != qp->rq_tail) {
+		struct uiw_wc wc = { .wr_id = qp->rq[qp->rq_head++ % qp->rq_cap].wr_id,
+				     .status = UIW_WC_WR_FLUSH_ERR, .op = UIW_WC_RECV, .qp_num = qp->qp_num };
+
+		qp_cq_push(qp->rcq, &wc);
+		qp_count(qp, UIW_RDMAP_C_flushed);
+	}
+	qp->orq_head = qp->orq_tail;
+	qp->irq_head = qp->irq_tail;
+	qp->tx_kind = TX_IDLE;
+}
+
+void qp_error(struct uiw_qp *qp, const char *why)
+{
+	if (qp->state == UIW_QPS_ERROR)
+		return;
+	qp->state = UIW_QPS_ERROR;
+	snprintf(qp->why, sizeof(qp->why), "%s", why);
+	flush(qp);
+	if (qp->events != NULL && qp->events->error != NULL)
+		qp->events->error(qp->event_arg, qp, qp->why);
+}
+
+int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
+{
+	if (wr->nsge > UIW_MAX_SGE || (wr->op == UIW_WR_READ && wr->nsge != 1))
+		return -EINVAL;
+	if (qp->state == UIW_QPS_ERROR || qp->state == UIW_QPS_TERMINATE)
+		return -ENOTCONN;
+	if (qp->sq_tail - qp->sq_comp == qp->sq_cap)
+		return -ENOMEM;
+	qp->sq[qp->sq_tail++ % qp->sq_cap] = (struct sq_entry){ .wr = *wr };
+	if (qp->state == UIW_QPS_RTS)
+		qp_pump(qp);
+	return 0;
+}
+
+int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
+{
+	if (wr->nsge > UIW_MAX_SGE)
+		return -EINVAL;
+	if (qp->state == UIW_QPS_ERROR)
+		return -ENOTCONN;
+	if (qp->rq_tail - qp->rq_head == qp->rq_cap)
+		return -ENOMEM;
+	qp->rq[qp->rq_tail++ % qp->rq_cap] = *wr;
+	return 0;
+}
+
+void uiw_qp_progress(struct uiw_qp *qp)
+{
+	if (qp->conn != NULL)
+		qp_pump(qp);
+}
+
+void uiw_qp_disconnect(struct uiw_qp *qp)
+{
+	if (qp->conn == NULL || qp->state != UIW_QPS_RTS)
+		return;
+	qp->state = UIW_QPS_CLOSING;
+	uiw_mpa_close(qp->conn);
+}
+
+void uiw_qp_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+		      const char *why)
+{
+	qp_send_terminate(qp, layer, etype, code, NULL, NULL, false, why);
+}
+
+enum uiw_qp_state uiw_qp_state(const struct uiw_qp *qp) { return qp->state; }
+struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp) { return qp->conn; }
+uint16_t uiw_qp_ord(const struct uiw_qp *qp) { return qp->ord; }
+const uint64_t *uiw_qp_counters(const struct uiw_qp *qp) { return qp->c; }
+const struct uiw_term_info *uiw_qp_term_rx(const struct uiw_qp *qp) { return &qp->term_rx; }
+const struct uiw_term_info *uiw_qp_term_tx(const struct uiw_qp *qp) { return &qp->term_tx; }
+
+/* ---- The MPA connection under the QP. ---- */
+
+static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_info *n)
+{
+	struct uiw_qp *qp = user;
+
+	qp->conn = c;
+	qp->ord = n->ord < UIW_MPA_IRD_ORD_MAX ? n->ord : UIW_MPA_IRD_ORD_MAX;
+	qp->ird = n->ird < UIW_MPA_IRD_ORD_MAX ? n->ird : UIW_MPA_IRD_ORD_MAX;
+	/* MSNs start at 1 on each queue (RFC 5041 §5.3); an RTR used up the first one: ours
+	 * as initiator, the peer's as responder. */
+	qp->send_msn = qp->rreq_msn = qp->rx_send_msn = qp->rx_rreq_msn = 1;
+	if (n->rtr == UIW_MPA_RTR_SEND)
+		*(n->initiator ? &qp->send_msn : &qp->rx_send_msn) = 2;
+	if (n->rtr == UIW_MPA_RTR_READ)
+		*(n->initiator ? &qp->rreq_msn : &qp->rx_rreq_msn) = 2;
+	if (qp->state == UIW_QPS_IDLE)
+		qp->state = UIW_QPS_RTS;
+	if (qp->events != NULL && qp->events->established != NULL)
+		qp->events->established(qp->event_arg, qp, n);
+	qp_pump(qp);
+}
+
+static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t len)
+{
+	(void)c;
+	(void)pd;
+	(void)len;
+	qp_error(user, "connection rejected by the peer");
+}
+
+static void on_writable(void *user, struct uiw_mpa_conn *c)
+{
+	(void)c;
+	qp_pump(user);
+}
+
+static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
+{
+	struct uiw_qp *qp = user;
+	char why[96];
+
+	snprintf(why, sizeof(why), "connection closed: %s", uiw_mpa_reason(c));
+	qp->conn = NULL;
+	if (err != 0 || qp->state != UIW_QPS_ERROR)
+		qp_error(qp, why);
+	if (qp->events != NULL && qp->events->closed != NULL)
+		qp->events->closed(qp->event_arg, qp);
+}
+
+const struct uiw_mpa_ops uiw_qp_mpa_ops = {
+	.established = on_established, .rejected = on_rejected, .ulpdu = qp_rx,
+	.writable = on_writable, .closed = on_closed,
+};

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* RDMAP receive (RFC 5040 §5, RFC 5041 §7): every segment is checked before a byte of it
+ * is placed; a bad one is answered with the Terminate the RFCs name and nothing after it
+ * is placed. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdmap_internal.h"
+
+/* Terminate error types (RFC 5040 §4.8). */
+#define RDMAP_ET_PROT 1
+#define RDMAP_ET_OP 2
+#define DDP_ET_CATA 0
+#define DDP_ET_TAGGED 1
+#define DDP_ET_UNTAGGED 2
+
+static int term(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+		const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
+		const char *why)
+{
+	qp_send_terminate(qp, layer, etype, code, u, s, rdmap_hdr, why);
+	return 1;   /* nothing more from this stream is placed */
+}
+
+/* RFC 5041 §7.2 (tagged) and RFC 5040 §8 (access rights) for an RDMA Write. */
+static int tagged_error(struct uiw_qp *qp, enum uiw_stag_check r, const struct uiw_mpa_ulpdu *u,
+			const struct uiw_ddp_seg *s)
+{
+	switch (r) {
+	case UIW_STAG_INVALID:
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x00, u, s, false, "Write to an invalid STag");
+	case UIW_STAG_BOUNDS:
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x01, u, s, false, "Write out of bounds");
+	case UIW_STAG_PD:
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x02, u, s, false, "Write to an STag of another PD");
+	case UIW_STAG_WRAP:
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x03, u, s, false, "Write TO wraps");
+	default:
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, 0x02, u, s, false, "Write without remote write access");
+	}
+}
+
+static int rx_write(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
+{
+	struct uiw_mr *mr;
+
+	if (s->len > 0) {
+		enum uiw_stag_check r = uiw_stag_check(qp->stags, s->stag, qp->pd, s->to, s->len,
+						       UIW_ACCESS_REMOTE_WRITE, &mr);
+
+		if (r != UIW_STAG_OK)
+			return tagged_error(qp, r, u, s);
+		struct uiw_sge dst = { mr->addr + (s->to - mr->va), s->len };
+
+		uiw_ddp_place(u, s->hdr_len, s->len, &dst, 1, 0);
+	}
+	if (s->last)
+		qp_count(qp, UIW_RDMAP_C_rx_write);
+	return 0;
+}
+
+static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
+{
+	struct orq_entry *o = &qp->orq[qp->orq_head % UIW_MPA_IRD_ORD_MAX];
+
+	if (qp->orq_head == qp->orq_tail)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "Read Response with no Read outstanding");
+	if (s->stag != o->sink_stag)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x00, u, s, false, "Read Response to the wrong STag");
+	if (s->to != o->sink_to + o->placed || o->placed + (uint64_t)s->len > o->sink.len)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x01, u, s, false, "Read Response out of bounds");
+	uiw_ddp_place(u, s->hdr_len, s->len, &o->sink, 1, o->placed);
+	o->placed += s->len;
+	if (!s->last)
+		return 0;
+	struct sq_entry *e = &qp->sq[o->sq_idx % qp->sq_cap];
+
+	e->done = true;
+	e->status = UIW_WC_SUCCESS;
+	e->len = o->placed;
+	qp->orq_head++;
+	qp_count(qp, UIW_RDMAP_C_rx_read_resp);
+	qp_complete_sq(qp);
+	qp_pump(qp);   /* the ORD has room again */
+	return 0;
+}
+
+/* The Send is whole: complete the receive, invalidate where asked (RFC 5040 §5.3). */
+static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+		     uint8_t op)
+{
+	bool inv = op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV;
+	struct uiw_wc wc = { .wr_id = qp->rq[qp->rq_head % qp->rq_cap].wr_id, .op = UIW_WC_RECV,
+			     .byte_len = qp->rx_mo, .qp_num = qp->qp_num, .with_inv = inv,
+			     .inv_stag = inv ? s->rsvd_ulp : 0,
+			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV };
+
+	if (inv) {
+		int rc = uiw_stag_invalidate(qp->stags, s->rsvd_ulp, qp->pd);
+
+		if (rc != 0)
+			return term(qp, UIW_TERM_LAYER_RDMAP, rc == -EACCES ? RDMAP_ET_PROT : RDMAP_ET_OP,
+				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
+	}
+	qp->rq_head++;
+	qp->rx_mo = 0;
+	qp->rx_send_msn++;
+	qp_count(qp, UIW_RDMAP_C_rx_send);
+	qp_cq_push(qp->rcq, &wc);
+	return 0;
+}
+
+static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+		   uint8_t op)
+{
+	/* RFC 5041 §7.2: queue, MSN, MO, buffer, length, in that order. */
+	if (s->msn != qp->rx_send_msn)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x03, u, s, false, "Send with an unexpected MSN");
+	if (s->mo != qp->rx_mo)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Send with an unexpected MO");
+	if (qp->rq_head == qp->rq_tail)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x02, u, s, false, "Send with no receive posted");
+	const struct uiw_recv_wr *r = &qp->rq[qp->rq_head % qp->rq_cap];
+
+	if (uiw_ddp_place(u, s->hdr_len, s->len, r->sg, r->nsge, qp->rx_mo) != 0) {
+		struct uiw_wc wc = { .wr_id = r->wr_id, .status = UIW_WC_LOC_LEN_ERR, .op = UIW_WC_RECV,
+				     .qp_num = qp->qp_num };
+
+		qp->rq_head++;
+		qp_cq_push(qp->rcq, &wc);
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x05, u, s, false, "Send longer than the receive buffer");
+	}
+	qp->rx_mo += s->len;
+	return s->last ? send_done(qp, u, s, op) : 0;
+}
+
+static int read_req_error(struct uiw_qp *qp, enum uiw_stag_check r, const struct uiw_mpa_ulpdu *u,
+			  const struct uiw_ddp_seg *s)
+{
+	/* RFC 5040 §4.8 Remote Protection codes, with the Read Request echoed. */
+	static const uint8_t code[] = { [UIW_STAG_INVALID] = 0x00, [UIW_STAG_BOUNDS] = 0x01,
+					[UIW_STAG_ACCESS] = 0x02, [UIW_STAG_PD] = 0x03,
+					[UIW_STAG_WRAP] = 0x04 };
+
+	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, code[r], u, s, true,
+		    "Read Request for memory it may not read");
+}
+
+static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
+{
+	struct uiw_rdmap_read_req rr;
+	struct uiw_mr *mr = NULL;
+
+	if (s->msn != qp->rx_rreq_msn)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x03, u, s, false, "Read Request with an unexpected MSN");
+	if (s->mo != 0)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Read Request with an MO");
+	if (!s->last || s->len != sizeof(rr))
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, "Read Request of the wrong size");
+	if (qp->irq_tail - qp->irq_head >= qp->ird)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, true, "Read Requests beyond the IRD");
+	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rr, sizeof(rr));
+	uint32_t size = uiw_rdmap_rr_size(&rr);
+	uint64_t src_to = uiw_be64_get(rr.src_to);
+	uint8_t *src = NULL;
+
+	if (size > 0) {
+		enum uiw_stag_check r = uiw_stag_check(qp->stags, uiw_rdmap_rr_src_stag(&rr), qp->pd,
+						       src_to, size, UIW_ACCESS_REMOTE_READ, &mr);
+
+		if (r != UIW_STAG_OK)
+			return read_req_error(qp, r, u, s);
+		src = mr->addr + (src_to - mr->va);
+	}
+	qp->irq[qp->irq_tail++ % UIW_MPA_IRD_ORD_MAX] = (struct irq_entry){
+		.sink_stag = uiw_rdmap_rr_sink_stag(&rr), .sink_to = uiw_rdmap_rr_sink_to(&rr),
+		.src = { src, size } };
+	qp->rx_rreq_msn++;
+	qp_count(qp, UIW_RDMAP_C_rx_read_req);
+	qp_pump(qp);
+	return 0;
+}
+
+/* A Terminate ends the stream (RFC 5040 §5.6). siw writes the control word in its own bit
+ * order (WIRE.md §1.6): an RFC layer above 2, or flag bits at the bottom of the third
+ * octet, point to it. */
+static int rx_term(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
+{
+	struct uiw_rdmap_term t = { 0, 0, 0, 0 };
+	char why[96];
+
+	uiw_mpa_ulpdu_copy(u, s->hdr_len, &t, s->len < sizeof(t) ? s->len : sizeof(t));
+	bool siw = (t.layer_etype >> 4) > UIW_TERM_LAYER_LLP || ((t.hdrct & 0x07) && !(t.hdrct & 0xe0));
+
+	qp->term_rx = (struct uiw_term_info){
+		.valid = true, .siw_order = siw, .code = t.code,
+		.layer = (uint8_t)(siw ? t.layer_etype & 0x0f : t.layer_etype >> 4),
+		.etype = (uint8_t)(siw ? t.layer_etype >> 4 : t.layer_etype & 0x0f) };
+	qp_count(qp, UIW_RDMAP_C_term_rx);
+	snprintf(why, sizeof(why), "Terminate received: layer %u etype %u code 0x%02x%s",
+		 qp->term_rx.layer, qp->term_rx.etype, t.code, siw ? " (siw bit order)" : "");
+	qp_error(qp, why);
+	if (qp->conn != NULL)
+		uiw_mpa_close(qp->conn);
+	return 1;
+}
+
+static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+		       uint8_t op)
+{
+	uint32_t want_qn = op == UIW_RDMAP_READ_REQ ? UIW_DDP_QN_READ_REQ
+			   : op == UIW_RDMAP_TERMINATE ? UIW_DDP_QN_TERMINATE : UIW_DDP_QN_SEND;
+
+	if (op == UIW_RDMAP_WRITE || op == UIW_RDMAP_READ_RESP || op > UIW_RDMAP_TERMINATE)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "unexpected opcode");
+	if (s->qn != want_qn)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x01, u, s, false, "invalid queue number");
+	if (op == UIW_RDMAP_READ_REQ)
+		return rx_read_req(qp, u, s);
+	if (op == UIW_RDMAP_TERMINATE)
+		return rx_term(qp, u, s);
+	return rx_send(qp, u, s, op);
+}
+
+int qp_rx(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+{
+	struct uiw_qp *qp = user;
+	struct uiw_ddp_seg s;
+	enum uiw_ddp_parse pr = uiw_ddp_parse(u, &s);
+
+	(void)c;
+	if (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING)
+		return 1;
+	if (pr == UIW_DDP_PARSE_SHORT)
+		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_CATA, 0x00, NULL, NULL, false, "segment shorter than its DDP header");
+	if (pr == UIW_DDP_PARSE_VERSION)
+		return term(qp, UIW_TERM_LAYER_DDP, s.tagged ? DDP_ET_TAGGED : DDP_ET_UNTAGGED,
+			    s.tagged ? 0x04 : 0x06, u, &s, false, "bad DDP version");
+	if ((s.rdmap >> UIW_RDMAP_RV_SHIFT) != UIW_RDMAP_VERSION)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x05, u, &s, false, "bad RDMAP version");
+	uint8_t op = s.rdmap & UIW_RDMAP_OPCODE_MASK;
+
+	if (!s.tagged)
+		return rx_untagged(qp, u, &s, op);
+	if (op == UIW_RDMAP_WRITE)
+		return rx_write(qp, u, &s);
+	if (op == UIW_RDMAP_READ_RESP)
+		return rx_read_resp(qp, u, &s);
+	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, &s, false, "unexpected opcode");
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* RDMAP transmit (RFC 5040 §5): the send queue, Read Responses, Terminates, one whole
+ * message at a time. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdmap_internal.h"
+
+static const uint8_t send_opcode[] = {
+	[UIW_WR_SEND] = UIW_RDMAP_SEND, [UIW_WR_SEND_INV] = UIW_RDMAP_SEND_INV,
+	[UIW_WR_SEND_SE] = UIW_RDMAP_SEND_SE, [UIW_WR_SEND_SE_INV] = UIW_RDMAP_SEND_SE_INV,
+};
+
+/* Sends (more of) the work request at sq_tx. @return 1 done, 0 out of room, <0 error. */
+static int tx_sq(struct uiw_qp *qp, struct sq_entry *e)
+{
+	const struct uiw_send_wr *wr = &e->wr;
+
+	switch (wr->op) {
+	case UIW_WR_WRITE:
+		return uiw_ddp_send_tagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_WRITE), wr->rkey,
+					   wr->remote_addr, wr->sg, wr->nsge);
+	case UIW_WR_READ: {
+		struct uiw_rdmap_read_req rr;
+
+		uiw_rdmap_read_req_set(&rr, wr->sink_stag, wr->sink_to, wr->sg[0].len, wr->rkey,
+				       wr->remote_addr);
+		return uiw_ddp_send_untagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_READ_REQ), 0,
+					     UIW_DDP_QN_READ_REQ, qp->rreq_msn, &rr, sizeof(rr), NULL, 0);
+	}
+	default:
+		return uiw_ddp_send_untagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(send_opcode[wr->op]),
+					     wr->op == UIW_WR_SEND_INV || wr->op == UIW_WR_SEND_SE_INV
+						     ? wr->inv_stag : 0,
+					     UIW_DDP_QN_SEND, qp->send_msn, NULL, 0, wr->sg, wr->nsge);
+	}
+}
+
+/* The work request at sq_tx is all on the wire. */
+static void sq_sent(struct uiw_qp *qp, struct sq_entry *e)
+{
+	e->len = (uint32_t)uiw_sge_total(e->wr.sg, e->wr.nsge);
+	if (e->wr.op == UIW_WR_READ) {
+		struct orq_entry *o = &qp->orq[qp->orq_tail++ % UIW_MPA_IRD_ORD_MAX];
+
+		*o = (struct orq_entry){ .sq_idx = qp->sq_tx, .sink_stag = e->wr.sink_stag,
+					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0] };
+		qp->rreq_msn++;
+		qp_count(qp, UIW_RDMAP_C_tx_read_req);
+	} else {
+		/* Copied into mbufs: the buffer is the application's again. */
+		e->done = true;
+		e->status = UIW_WC_SUCCESS;
+		if (e->wr.op == UIW_WR_WRITE) {
+			qp_count(qp, UIW_RDMAP_C_tx_write);
+		} else {
+			qp->send_msn++;
+			qp_count(qp, UIW_RDMAP_C_tx_send);
+		}
+	}
+	qp->sq_tx++;
+	qp_complete_sq(qp);
+}
+
+static int tx_irq(struct uiw_qp *qp)
+{
+	const struct irq_entry *r = &qp->irq[qp->irq_head % UIW_MPA_IRD_ORD_MAX];
+
+	return uiw_ddp_send_tagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
+				   r->sink_stag, r->sink_to, &r->src, 1);
+}
+
+static int tx_term(struct uiw_qp *qp)
+{
+	/* RFC 5040 §5.6 / WIRE.md §1.6: QN 2, MSN 1, MO 0. */
+	return uiw_ddp_send_untagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0,
+				     UIW_DDP_QN_TERMINATE, 1, qp->term_body, qp->term_len, NULL, 0);
+}
+
+/* Picks the next message: a Terminate first, then Read Responses (a burst at most while
+ * work requests wait), then the send queue (a Read only within the ORD). */
+static enum tx_kind pick(struct uiw_qp *qp)
+{
+	bool sq_ready = qp->state == UIW_QPS_RTS && qp->sq_tx != qp->sq_tail;
+	bool irq_ready = qp->state == UIW_QPS_RTS && qp->irq_head != qp->irq_tail;
+
+	if (qp->term_pending)
+		return TX_TERM;
+	if (sq_ready && qp->sq[qp->sq_tx % qp->sq_cap].wr.op == UIW_WR_READ &&
+	    qp->orq_tail - qp->orq_head >= qp->ord)
+		sq_ready = false;   /* ORD reached: the Read waits for a response */
+	if (irq_ready && (!sq_ready || qp->irq_burst < IRQ_BURST))
+		return TX_IRQ;
+	return sq_ready ? TX_SQ : TX_IDLE;
+}
+
+static void finish(struct uiw_qp *qp, enum tx_kind kind)
+{
+	switch (kind) {
+	case TX_SQ:
+		qp->irq_burst = 0;
+		sq_sent(qp, &qp->sq[qp->sq_tx % qp->sq_cap]);
+		break;
+	case TX_IRQ:
+		qp->irq_head++;
+		qp->irq_burst++;
+		qp_count(qp, UIW_RDMAP_C_tx_read_resp);
+		break;
+	case TX_TERM:
+		qp->term_pending = false;
+		qp->state = UIW_QPS_ERROR;
+		qp_count(qp, UIW_RDMAP_C_term_tx);
+		if (qp->conn != NULL)
+			uiw_mpa_close(qp->conn);   /* RFC 5040 §5.6: the stream ends */
+		break;
+	case TX_IDLE:
+		break;
+	}
+}
+
+void qp_pump(struct uiw_qp *qp)
+{
+	while (qp->conn != NULL) {
+		if (qp->tx_kind == TX_IDLE) {
+			qp->tx_kind = pick(qp);
+			qp->tx.off = 0;
+			if (qp->tx_kind == TX_IDLE)
+				return;
+		}
+		enum tx_kind kind = qp->tx_kind;
+		int rc = kind == TX_SQ ? tx_sq(qp, &qp->sq[qp->sq_tx % qp->sq_cap])
+			 : kind == TX_IRQ ? tx_irq(qp) : tx_term(qp);
+
+		if (rc == 0)
+			return;   /* out of room: writable brings us back */
+		qp->tx_kind = TX_IDLE;
+		if (rc < 0) {
+			qp_error(qp, "cannot send: MPA refused a segment");
+			return;
+		}
+		finish(qp, kind);
+	}
+}
+
+/* Writes the Terminate body (RFC 5040 §4.8): control, then for DDP and RDMAP errors the
+ * offending segment's length and DDP header, and for a bad Read Request its RDMAP body. */
+static uint32_t term_body(uint8_t *b, uint8_t layer, uint8_t etype, uint8_t code,
+			  const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr)
+{
+	struct uiw_rdmap_term t;
+	uint32_t n = sizeof(t);
+	uint8_t hdrct = 0;
+
+	if (u != NULL && s != NULL && s->hdr_len > 0 && u->len >= s->hdr_len) {
+		hdrct = UIW_TERM_HDR_M | UIW_TERM_HDR_D;
+		uiw_rdmap_term_seg_len_set(b + n, (uint16_t)u->len);
+		n += 2;
+		n += (uint32_t)uiw_mpa_ulpdu_copy(u, 0, b + n, s->hdr_len);
+		if (rdmap_hdr && u->len >= s->hdr_len + sizeof(struct uiw_rdmap_read_req)) {
+			hdrct |= UIW_TERM_HDR_R;
+			n += (uint32_t)uiw_mpa_ulpdu_copy(u, s->hdr_len, b + n,
+							  sizeof(struct uiw_rdmap_read_req));
+		}
+	}
+	uiw_rdmap_term_set(&t, layer, etype, code, hdrct);
+	memcpy(b, &t, sizeof(t));
+	return n;
+}
+
+void qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+		       const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
+		       const char *why)
+{
+	char text[96];
+
+	if (qp->state == UIW_QPS_ERROR || qp->state == UIW_QPS_TERMINATE)
+		return;
+	qp->term_len = term_body(qp->term_body, layer, etype, code, u, s, rdmap_hdr);
+	qp->term_tx = (struct uiw_term_info){ .valid = true, .layer = layer, .etype = etype, .code = code };
+	snprintf(text, sizeof(text), "Terminate sent (layer %u etype %u code 0x%02x): %s", layer,
+		 etype, code, why);
+	/* What was under way is flushed; the Terminate goes after the message on the wire. */
+	qp_error(qp, text);
+	qp->state = UIW_QPS_TERMINATE;
+	qp->term_pending = true;
+	qp_pump(qp);
+}

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * RDMAP between two stack instances (pair_fixture), through the QP interface: Send (all
+ * four kinds), RDMA Write and RDMA Read at sizes around MULPDU and 1 MiB, data checked byte
+ * for byte; Reads beyond the ORD; Send with Invalidate then a Write to the invalidated
+ * region Terminated; an empty receive queue Terminated; solicited-only notification.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_common.h"
+#include "pair_fixture.h"
+#include "rdmap.h"
+#include "uiw_time.h"
+
+#define PORT 7000
+#define BIG (1u << 20)
+
+struct side {
+	struct uiw_stag_table stags;
+	struct uiw_cq scq, rcq;
+	struct uiw_qp *qp;
+	bool up, err, closed;
+	char why[128];
+	uint8_t *buf;            /* BIG octets, registered */
+	struct uiw_mr *mr;
+	unsigned notified;
+};
+
+static struct side A, B;
+
+static void ev_established(void *arg, struct uiw_qp *qp, const struct uiw_mpa_info *info)
+{
+	(void)qp;
+	(void)info;
+	((struct side *)arg)->up = true;
+}
+
+static void ev_error(void *arg, struct uiw_qp *qp, const char *why)
+{
+	struct side *s = arg;
+
+	(void)qp;
+	s->err = true;
+	snprintf(s->why, sizeof(s->why), "%s", why);
+}
+
+static void ev_closed(void *arg, struct uiw_qp *qp)
+{
+	(void)qp;
+	((struct side *)arg)->closed = true;
+}
+
+static const struct uiw_qp_events events = {
+	.established = ev_established, .error = ev_error, .closed = ev_closed,
+};
+
+static void on_notify(void *arg, struct uiw_cq *cq)
+{
+	(void)cq;
+	((struct side *)arg)->notified++;
+}
+
+static void side_init(struct side *s, uint32_t qpn)
+{
+	struct uiw_qp_attr a = { .qp_num = qpn, .pd = 1, .sq_size = 256, .rq_size = 256,
+				 .send_cq = &s->scq, .recv_cq = &s->rcq, .stags = &s->stags,
+				 .events = &events, .event_arg = s };
+
+	memset(s, 0, sizeof(*s));
+	ck_assert_int_eq(uiw_stag_table_init(&s->stags, 64), 0);
+	ck_assert_int_eq(uiw_cq_init(&s->scq, 1024), 0);
+	ck_assert_int_eq(uiw_cq_init(&s->rcq, 1024), 0);
+	s->rcq.notify = on_notify;
+	s->rcq.notify_arg = s;
+	ck_assert_int_eq(uiw_qp_create(&s->qp, &a), 0);
+	s->buf = calloc(1, BIG);
+	ck_assert_ptr_nonnull(s->buf);
+	s->mr = uiw_stag_register(&s->stags, 1, s->buf, BIG, (uintptr_t)s->buf,
+				  UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ, 0x11);
+	ck_assert_ptr_nonnull(s->mr);
+}
+
+static void side_fini(struct side *s)
+{
+	uiw_qp_destroy(s->qp);
+	uiw_cq_fini(&s->scq);
+	uiw_cq_fini(&s->rcq);
+	uiw_stag_table_fini(&s->stags);
+	free(s->buf);
+}
+
+static void on_request(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req)
+{
+	struct uiw_config cfg;
+	struct uiw_mpa_params p;
+
+	(void)ctx;
+	(void)req;
+	uiw_config_defaults(&cfg);
+	uiw_mpa_params_from_config(&p, &cfg);
+	ck_assert_int_eq(uiw_mpa_accept(c, &p, &uiw_qp_mpa_ops, B.qp), 0);
+}
+
+static const struct uiw_mpa_ops listen_ops = { .request = on_request };
+
+static bool both_up(void *arg)
+{
+	(void)arg;
+	return (A.up && B.up) || A.err || B.err;
+}
+
+static void connect_qps(uint16_t ord, bool crc, bool markers)
+{
+	struct uiw_config cfg;
+	struct uiw_mpa_params p;
+	struct uiw_mpa_conn *c;
+
+	uiw_config_defaults(&cfg);
+	uiw_mpa_params_from_config(&p, &cfg);
+	p.ord = ord;
+	p.crc = crc;
+	p.markers = markers;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &p, &uiw_qp_mpa_ops, A.qp,
+					 uiw_now_ns(), &c), 0);
+	ck_assert(pair_run_until(both_up, NULL, 3000));
+	ck_assert_msg(A.up && B.up, "%s / %s", A.why, B.why);
+}
+
+static void setup(void)
+{
+	pair_setup();
+	side_init(&A, 1);
+	side_init(&B, 2);
+}
+
+static void teardown(void)
+{
+	side_fini(&A);
+	side_fini(&B);
+	pair_teardown();
+}
+
+struct wait_wc {
+	struct uiw_cq *cq;
+	struct uiw_wc wc[64];
+	unsigned want, got;
+};
+
+static bool wc_arrived(void *arg)
+{
+	struct wait_wc *w = arg;
+
+	w->got += uiw_cq_poll(w->cq, w->wc + w->got, w->want - w->got);
+	return w->got >= w->want;
+}
+
+static struct uiw_wc wait_one(struct uiw_cq *cq)
+{
+	struct wait_wc w = { .cq = cq, .want = 1 };
+
+	ck_assert_msg(pair_run_until(wc_arrived, &w, 5000), "no completion (%s / %s)", A.why, B.why);
+	return w.wc[0];
+}
+
+static void fill(uint8_t *p, uint32_t n, uint8_t seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 31 + (i >> 8));
+}
+
+static uint32_t size_of(unsigned i, uint32_t mul, uint32_t hdr)
+{
+	const uint32_t sizes[] = { 0, 1, mul - hdr - 1, mul - hdr, mul - hdr + 1, BIG };
+
+	return sizes[i];
+}
+
+static const enum uiw_wr_op send_ops[] = { UIW_WR_SEND, UIW_WR_SEND_SE, UIW_WR_SEND_INV, UIW_WR_SEND_SE_INV };
+
+/* Every size, CRC and Markers on and off: the receive buffer holds exactly what was sent. */
+START_TEST(send_every_size)
+{
+	bool crc = _i & 1, markers = _i & 2;
+
+	connect_qps(16, crc, markers);
+	uint32_t mul = uiw_mpa_info(uiw_qp_conn(A.qp))->mulpdu;
+
+	for (unsigned k = 0; k < 6; k++) {
+		uint32_t n = size_of(k, mul, 18);
+		struct uiw_recv_wr r = { .wr_id = 100 + k, .sg = { { B.buf, BIG } }, .nsge = 1 };
+		struct uiw_send_wr w = { .wr_id = k, .op = UIW_WR_SEND_SE, .signaled = true,
+					 .sg = { { A.buf, n / 3 }, { A.buf + n / 3, n - n / 3 } }, .nsge = 2 };
+
+		fill(A.buf, n, (uint8_t)k);
+		memset(B.buf, 0, n);
+		ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+		struct uiw_wc rc = wait_one(&B.rcq), sc = wait_one(&A.scq);
+
+		ck_assert_int_eq(rc.status, UIW_WC_SUCCESS);
+		ck_assert_uint_eq(rc.wr_id, 100 + k);
+		ck_assert_uint_eq(rc.byte_len, n);
+		ck_assert(rc.solicited && !rc.with_inv);
+		ck_assert_int_eq(sc.status, UIW_WC_SUCCESS);
+		ck_assert_uint_eq(sc.wr_id, k);
+		ck_assert_int_eq(sc.op, UIW_WC_SEND);
+		ck_assert_mem_eq(B.buf, A.buf, n);
+	}
+	ck_assert_uint_eq(uiw_qp_counters(B.qp)[UIW_RDMAP_C_rx_send], 6);
+}
+END_TEST
+
+START_TEST(write_every_size)
+{
+	connect_qps(16, true, _i & 1);
+	uint32_t mul = uiw_mpa_info(uiw_qp_conn(A.qp))->mulpdu;
+
+	for (unsigned k = 0; k < 6; k++) {
+		uint32_t n = size_of(k, mul, 14), at = k == 5 ? 0 : 1000 + k;
+		struct uiw_send_wr w = { .wr_id = k, .op = UIW_WR_WRITE, .signaled = true,
+					 .sg = { { A.buf, n } }, .nsge = 1, .rkey = B.mr->stag,
+					 .remote_addr = B.mr->va + at };
+
+		fill(A.buf, n, (uint8_t)(k + 50));
+		memset(B.buf, 0, BIG);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+		struct uiw_wc sc = wait_one(&A.scq);
+
+		ck_assert_int_eq(sc.status, UIW_WC_SUCCESS);
+		ck_assert_int_eq(sc.op, UIW_WC_RDMA_WRITE);
+		pair_run_for(n > 100000 ? 200 : 5);   /* placed without a completion at B */
+		ck_assert_mem_eq(B.buf + at, A.buf, n);
+		ck_assert_uint_eq(B.buf[at + n - (n > 0)], n > 0 ? A.buf[n - 1] : 0);
+	}
+	ck_assert_uint_eq(B.rcq.tail, B.rcq.head);   /* a Write completes nothing at the target */
+}
+END_TEST
+
+START_TEST(read_every_size)
+{
+	connect_qps(4, true, false);
+	uint32_t mul = uiw_mpa_info(uiw_qp_conn(A.qp))->mulpdu;
+
+	for (unsigned k = 0; k < 6; k++) {
+		uint32_t n = size_of(k, mul, 14), at = n == BIG ? 0 : 7;
+		struct uiw_send_wr w = { .wr_id = k, .op = UIW_WR_READ, .signaled = true,
+					 .sg = { { A.buf, n } }, .nsge = 1, .rkey = B.mr->stag,
+					 .remote_addr = B.mr->va + at, .sink_stag = A.mr->stag,
+					 .sink_to = A.mr->va };
+
+		fill(B.buf + at, n, (uint8_t)(k + 9));
+		memset(A.buf, 0, BIG);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+		struct uiw_wc sc = wait_one(&A.scq);
+
+		ck_assert_msg(sc.status == UIW_WC_SUCCESS, "size %u: %s / %s", n, A.why, B.why);
+		ck_assert_int_eq(sc.op, UIW_WC_RDMA_READ);
+		ck_assert_uint_eq(sc.byte_len, n);
+		ck_assert_mem_eq(A.buf, B.buf + at, n);
+	}
+}
+END_TEST
+
+/* More Reads than the ORD at once: they wait for responses, all complete in order, and the
+ * Send posted behind them completes after them. */
+START_TEST(reads_beyond_ord_complete_in_order)
+{
+	struct wait_wc w = { .cq = &A.scq, .want = 11 };
+
+	connect_qps(2, true, false);
+	fill(B.buf, 64 * 1024, 3);
+	for (unsigned k = 0; k < 10; k++) {
+		struct uiw_send_wr r = { .wr_id = k, .op = UIW_WR_READ, .signaled = true,
+					 .sg = { { A.buf + k * 4096, 4096 } }, .nsge = 1,
+					 .rkey = B.mr->stag, .remote_addr = B.mr->va + k * 4096,
+					 .sink_stag = A.mr->stag, .sink_to = A.mr->va + k * 4096 };
+
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &r), 0);
+	}
+	struct uiw_recv_wr rr = { .wr_id = 77, .sg = { { B.buf + 100000, 64 } }, .nsge = 1 };
+	struct uiw_send_wr s = { .wr_id = 10, .op = UIW_WR_SEND, .signaled = true,
+				 .sg = { { A.buf + 200000, 8 } }, .nsge = 1 };
+
+	ck_assert_int_eq(uiw_qp_post_recv(B.qp, &rr), 0);
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
+	ck_assert(pair_run_until(wc_arrived, &w, 5000));
+	for (unsigned k = 0; k < 11; k++) {
+		ck_assert_uint_eq(w.wc[k].wr_id, k);
+		ck_assert_int_eq(w.wc[k].status, UIW_WC_SUCCESS);
+	}
+	ck_assert_mem_eq(A.buf, B.buf, 40960);
+	ck_assert_uint_eq(uiw_qp_ord(A.qp), 2);
+}
+END_TEST
+
+/* Send with Invalidate kills the peer's STag; a Write to it is then Terminated (DDP tagged
+ * 0x00) and the writer's QP goes to error with that cause. (A sends first: the responder B
+ * may not send before the initiator's first FPDU.) */
+START_TEST(send_with_invalidate_then_write_terminated)
+{
+	connect_qps(16, true, false);
+	struct uiw_recv_wr r = { .wr_id = 1, .sg = { { B.buf, 64 } }, .nsge = 1 };
+	struct uiw_send_wr inv = { .wr_id = 2, .op = send_ops[2 + _i], .signaled = true,
+				   .sg = { { A.buf, 10 } }, .nsge = 1, .inv_stag = B.mr->stag };
+
+	ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &inv), 0);
+	struct uiw_wc rc = wait_one(&B.rcq);
+
+	ck_assert(rc.with_inv);
+	ck_assert_uint_eq(rc.inv_stag, B.mr->stag);
+	ck_assert_int_eq(rc.solicited, _i == 1);
+	ck_assert(!B.mr->valid);
+	struct uiw_send_wr w = { .wr_id = 3, .op = UIW_WR_WRITE, .signaled = true,
+				 .sg = { { A.buf + 1000, 100 } }, .nsge = 1, .rkey = B.mr->stag,
+				 .remote_addr = B.mr->va };
+
+	memset(B.buf, 0, 100);
+	fill(A.buf + 1000, 100, 1);
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+	pair_run_for(50);
+	ck_assert(A.err && B.err);
+	ck_assert(uiw_qp_term_tx(B.qp)->valid);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->layer, UIW_TERM_LAYER_DDP);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->code, 0x00);
+	ck_assert(uiw_qp_term_rx(A.qp)->valid && !uiw_qp_term_rx(A.qp)->siw_order);
+	ck_assert_uint_eq(uiw_qp_term_rx(A.qp)->layer, UIW_TERM_LAYER_DDP);
+	ck_assert_uint_eq(uiw_qp_term_rx(A.qp)->etype, 1);
+	ck_assert_uint_eq(B.buf[0] | B.buf[99], 0);    /* nothing placed */
+	ck_assert_int_eq(uiw_qp_state(B.qp), UIW_QPS_ERROR);
+}
+END_TEST
+
+/* A Read past the end of the peer's region: Terminate RDMAP Remote Protection 0x01 with the
+ * Read Request echoed (M, D and R set); the Read completes in error. */
+START_TEST(read_out_of_bounds_terminated)
+{
+	connect_qps(16, true, false);
+	struct uiw_send_wr w = { .wr_id = 9, .op = UIW_WR_READ, .signaled = true,
+				 .sg = { { A.buf, 100 } }, .nsge = 1, .rkey = B.mr->stag,
+				 .remote_addr = B.mr->va + BIG - 50, .sink_stag = A.mr->stag,
+				 .sink_to = A.mr->va };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+	struct uiw_wc sc = wait_one(&A.scq);
+
+	ck_assert_int_eq(sc.status, UIW_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->layer, UIW_TERM_LAYER_RDMAP);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->etype, 1);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->code, 0x01);
+	ck_assert_uint_eq(uiw_qp_term_rx(A.qp)->code, 0x01);
+	ck_assert_uint_eq(uiw_qp_counters(B.qp)[UIW_RDMAP_C_tx_read_resp], 0);
+}
+END_TEST
+
+/* A Send with no receive posted: Terminate DDP untagged 0x02; the sender's Send and the
+ * receiver's later work flush. */
+START_TEST(empty_rq_terminated)
+{
+	connect_qps(16, true, false);
+	struct uiw_send_wr s = { .wr_id = 5, .op = UIW_WR_SEND, .signaled = true,
+				 .sg = { { A.buf, 10 } }, .nsge = 1 };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
+	pair_run_for(50);
+	ck_assert(B.err);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->layer, UIW_TERM_LAYER_DDP);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->etype, 2);
+	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->code, 0x02);
+	ck_assert(A.err);
+	ck_assert_uint_eq(uiw_qp_term_rx(A.qp)->code, 0x02);
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), -ENOTCONN);
+	pair_run_for(20);
+	ck_assert(A.closed && B.closed);
+}
+END_TEST
+
+/* Solicited-only arming fires on a Send with SE, not on a plain Send. */
+START_TEST(solicited_only_notification)
+{
+	connect_qps(16, true, false);
+	for (unsigned k = 0; k < 2; k++) {
+		struct uiw_recv_wr r = { .wr_id = k, .sg = { { B.buf, 64 } }, .nsge = 1 };
+
+		ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+	}
+	uiw_cq_arm(&B.rcq, true);
+	struct uiw_send_wr s = { .wr_id = 1, .op = UIW_WR_SEND, .sg = { { A.buf, 4 } }, .nsge = 1 };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
+	wait_one(&B.rcq);
+	ck_assert_uint_eq(B.notified, 0);
+	s.op = UIW_WR_SEND_SE;
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
+	wait_one(&B.rcq);
+	ck_assert_uint_eq(B.notified, 1);
+	ck_assert_uint_eq(A.scq.tail, A.scq.head);   /* unsignaled Sends complete nothing */
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("rdmap");
+	TCase *tc = tcase_with_leak_check("rdmap", setup, teardown);
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, send_every_size, 0, 4);
+	tcase_add_loop_test(tc, write_every_size, 0, 2);
+	tcase_add_test(tc, read_every_size);
+	tcase_add_test(tc, reads_beyond_ord_complete_in_order);
+	tcase_add_loop_test(tc, send_with_invalidate_then_write_terminated, 0, 2);
+	tcase_add_test(tc, empty_rq_terminated);
+	tcase_add_test(tc, read_out_of_bounds_terminated);
+	tcase_add_test(tc, solicited_only_notification);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
