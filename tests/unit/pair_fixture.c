@@ -46,6 +46,9 @@ static void side_up(struct pair_side *s, const struct uiw_config *base, uint32_t
 	s->rxq = rxq;
 	s->txq = txq;
 	uiw_port_init_test(&s->port, test_pool(), &mac, 1500, q_rx, q_tx, s);
+	char err[128];
+
+	ck_assert_msg(uiw_fault_attach(&s->port, &s->fault, &cfg, err, sizeof(err)) == 0, "%s", err);
 	uiw_net_init(&s->net, &s->port, &cfg);
 	ck_assert_int_eq(uiw_tcp_create(&s->tcp, &s->net, &cfg), 0);
 	ck_assert_int_eq(uiw_mpa_create(&s->mpa, s->tcp, test_pool()), 0);

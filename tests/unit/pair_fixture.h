@@ -12,6 +12,7 @@
 #include "mpa.h"
 #include "net.h"
 #include "tcp.h"
+#include "uiw_fault.h"
 
 #define PAIR_Q_LEN 8192
 #define PAIR_IP_A 0x0a000001u
@@ -28,6 +29,7 @@ struct pair_side {
 	struct uiw_tcp *tcp;
 	struct uiw_mpa *mpa;
 	struct pair_q *rxq, *txq;
+	struct uiw_fault fault;   /* the configuration's fault_rx/fault_tx, if any */
 };
 
 extern struct pair_side pair_a, pair_b;
