@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * uiwarp-demo: two stack instances in one process, joined back to back by a DPDK ring
- * pair (no NIC, no hugepages). They announce themselves, resolve each other by ARP and
- * exchange ICMP echoes; every frame on the wire is printed, then the counters.
- * Exit status 0 when every echo was answered.
+ * pair (no NIC, no hugepages). They announce themselves, resolve each other by ARP,
+ * exchange ICMP echoes, then connect over TCP and MPA and run the seven iWARP operations
+ * (demo_rdma.c); every frame on the wire is printed, then the counters.
+ * Exit status 0 when every echo was answered and every operation did what it should.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include <rte_eal.h>
 
+#include "demo_rdma.h"
 #include "net.h"
 #include "trace.h"
 #include "uiw_config.h"
@@ -147,11 +149,15 @@ int main(int argc, char **argv)
 		printf("\n-- B pings A %u times: B learnt A from A's request, so no ARP\n", count);
 		rc = ping_round(&net_b, &net_a, &net_b, &pb, DEMO_IP_A, count);
 	}
+	int rdma = rc == 0 ? demo_rdma(&net_a, &net_b, &cfg) : -1;
+
 	printf("\n");
 	app_print_counters("A", &port_a, &net_a);
 	app_print_counters("B", &port_b, &net_b);
-	printf("\n%s: %u/%u echoes answered A->B, %u/%u B->A\n", rc == 0 ? "PASS" : "FAIL",
-	       pa.replies, count, pb.replies, count);
+	printf("\n%s: %u/%u echoes answered A->B, %u/%u B->A; iWARP operations %s\n",
+	       rc == 0 && rdma == 0 ? "PASS" : "FAIL", pa.replies, count, pb.replies, count,
+	       rdma == 0 ? "all as expected" : "FAILED");
+	rc = rc == 0 && rdma == 0 ? 0 : -1;
 	uiw_net_fini(&net_a);
 	uiw_net_fini(&net_b);
 	uiw_port_close(&port_a);

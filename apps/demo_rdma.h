@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The iWARP part of the demo: the seven operations between two instances. */
+#ifndef UIW_APP_DEMO_RDMA_H
+#define UIW_APP_DEMO_RDMA_H
+
+#include "net.h"
+#include "uiw_config.h"
+
+/** Runs every operation from @p a (10.0.0.1) to @p b (10.0.0.2). @return 0 when each did
+ *  what it should (the Terminate included), -1 otherwise. */
+int demo_rdma(struct uiw_net *a, struct uiw_net *b, const struct uiw_config *cfg);
+
+#endif
