@@ -2,8 +2,10 @@
 /* One-line frame summaries for tools and logs. Reads only bytes the frame has. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "net_internal.h"
+#include "tcp_wire.h"
 
 struct out {
 	char *buf;
@@ -50,6 +52,35 @@ static void describe_arp(struct out *o, const struct rte_mbuf *m)
 		put(o, "ARP op %u", uiw_arp_op(a));
 }
 
+/* "TCP 49152 > 7174 [SA] seq 1 ack 2 win 512 len 40", and what the payload starts with
+ * when it is an MPA Request or Reply. */
+static void describe_tcp(struct out *o, const struct rte_mbuf *m, unsigned ihl, unsigned total)
+{
+	static const char names[] = "FSRPAU";
+	struct uiw_tcp_hdr tmp;
+	const struct uiw_tcp_hdr *t = rte_pktmbuf_read(m, UIW_ETH_HDR_LEN + ihl, sizeof(tmp), &tmp);
+	char flags[7];
+	unsigned k = 0, hl, len;
+	uint8_t key[16];
+	const uint8_t *p;
+
+	if (t == NULL || ihl < UIW_IPV4_HDR_LEN) {
+		put(o, " TCP, truncated");
+		return;
+	}
+	for (unsigned i = 0; i < 6; i++)
+		if (t->flags & (1u << i))
+			flags[k++] = names[i];
+	flags[k] = '\0';
+	hl = uiw_tcp_hdr_len(t);
+	len = total > ihl + hl ? total - ihl - hl : 0;
+	put(o, " TCP %u > %u [%s] seq %u ack %u win %u len %u", uiw_tcp_sport(t), uiw_tcp_dport(t),
+	    flags, uiw_tcp_seq(t), uiw_tcp_ack(t), uiw_tcp_win(t), len);
+	p = len >= sizeof(key) ? rte_pktmbuf_read(m, UIW_ETH_HDR_LEN + ihl + hl, sizeof(key), key) : NULL;
+	if (p != NULL && memcmp(p, "MPA ID Re", 9) == 0)
+		put(o, ": MPA %s", p[9] == 'q' ? "Request" : "Reply");
+}
+
 static void describe_ipv4(struct out *o, const struct rte_mbuf *m)
 {
 	struct uiw_ipv4_hdr tmp;
@@ -65,6 +96,10 @@ static void describe_ipv4(struct out *o, const struct rte_mbuf *m)
 	}
 	ihl = uiw_ipv4_hdr_len(ih);
 	put(o, "IPv4 %s > %s", uiw_ip_str(uiw_ipv4_src(ih), s), uiw_ip_str(uiw_ipv4_dst(ih), d));
+	if (ih->proto == UIW_IPPROTO_TCP) {
+		describe_tcp(o, m, ihl, uiw_ipv4_total_len(ih));
+		return;
+	}
 	if (ih->proto != UIW_IPPROTO_ICMP) {
 		put(o, " proto %u len %u", ih->proto, uiw_ipv4_total_len(ih));
 		return;
