@@ -121,6 +121,14 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Send with an unexpected MO");
 	if (qp->rq_head == qp->rq_tail)
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x02, u, s, false, "Send with no receive posted");
+	if ((op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) && s->mo == 0) {
+		/* Checked before the first octet is placed; done when the message is whole. */
+		const struct uiw_mr *mr = uiw_stag_find(qp->stags, s->rsvd_ulp);
+
+		if (mr == NULL || !mr->valid || mr->pd != qp->pd)
+			return term(qp, UIW_TERM_LAYER_RDMAP, mr != NULL && mr->valid ? RDMAP_ET_PROT : RDMAP_ET_OP,
+				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
+	}
 	const struct uiw_recv_wr *r = &qp->rq[qp->rq_head % qp->rq_cap];
 
 	if (uiw_ddp_place(u, s->hdr_len, s->len, r->sg, r->nsge, qp->rx_mo) != 0) {

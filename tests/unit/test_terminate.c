@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Every Terminate a peer can cause with a crafted segment (RFC 5040 §4.8, RFC 5041 §7,
+ * WIRE.md §2.3): a raw MPA peer on A sends one ULPDU to a QP on B; B must answer with
+ * exactly the Terminate below (QN 2, MSN 1, MO 0, layer/etype/code in RFC order, the
+ * header-control bits and the echoed headers) and place nothing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_common.h"
+#include "pair_fixture.h"
+#include "rdmap.h"
+#include "uiw_time.h"
+
+#define PORT 7200
+#define MEM 4096
+#define VA 0x100000ull
+
+static struct uiw_stag_table stags;
+static struct uiw_cq scq, rcq;
+static struct uiw_qp *qp;
+static uint8_t *mem, *mem_other, *mem_ro;
+static struct uiw_mr *mr, *mr_other, *mr_ro;
+static struct uiw_mpa_conn *raw;
+static uint8_t got[512];
+static uint32_t got_len;
+static bool raw_up;
+
+static void raw_established(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_info *n)
+{
+	(void)user;
+	(void)n;
+	raw = c;
+	raw_up = true;
+}
+
+static int raw_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+{
+	(void)user;
+	(void)c;
+	if (got_len == 0 && u->len <= sizeof(got))
+		got_len = (uint32_t)uiw_mpa_ulpdu_copy(u, 0, got, u->len);
+	return 0;
+}
+
+static void raw_closed(void *user, struct uiw_mpa_conn *c, int err)
+{
+	(void)user;
+	(void)c;
+	(void)err;
+	raw = NULL;
+}
+
+static const struct uiw_mpa_ops raw_ops = {
+	.established = raw_established, .ulpdu = raw_ulpdu, .closed = raw_closed,
+};
+
+static uint16_t b_ird;
+
+static void on_request(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req)
+{
+	struct uiw_config cfg;
+	struct uiw_mpa_params p;
+
+	(void)ctx;
+	(void)req;
+	uiw_config_defaults(&cfg);
+	uiw_mpa_params_from_config(&p, &cfg);
+	p.ird = b_ird;
+	ck_assert_int_eq(uiw_mpa_accept(c, &p, &uiw_qp_mpa_ops, qp), 0);
+}
+
+static const struct uiw_mpa_ops listen_ops = { .request = on_request };
+
+static bool up(void *arg)
+{
+	(void)arg;
+	return raw_up && uiw_qp_state(qp) == UIW_QPS_RTS;
+}
+
+static void setup(void)
+{
+	struct uiw_qp_attr a = { .qp_num = 9, .pd = 1, .sq_size = 8, .rq_size = 8,
+				 .send_cq = &scq, .recv_cq = &rcq, .stags = &stags };
+	unsigned rw = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ;
+
+	pair_setup();
+	ck_assert_int_eq(uiw_stag_table_init(&stags, 16), 0);
+	ck_assert_int_eq(uiw_cq_init(&scq, 16), 0);
+	ck_assert_int_eq(uiw_cq_init(&rcq, 16), 0);
+	ck_assert_int_eq(uiw_qp_create(&qp, &a), 0);
+	mem = calloc(3, MEM);
+	mem_other = mem + MEM;
+	mem_ro = mem + 2 * MEM;
+	memset(mem, 0x5a, 3 * MEM);
+	mr = uiw_stag_register(&stags, 1, mem, MEM, VA, rw, 1);
+	mr_other = uiw_stag_register(&stags, 2, mem_other, MEM, VA, rw, 2);
+	mr_ro = uiw_stag_register(&stags, 1, mem_ro, MEM, VA, UIW_ACCESS_LOCAL_WRITE, 3);
+	got_len = 0;
+	raw_up = false;
+	raw = NULL;
+}
+
+static void teardown(void)
+{
+	uiw_qp_destroy(qp);
+	pair_teardown();
+	uiw_cq_fini(&scq);
+	uiw_cq_fini(&rcq);
+	uiw_stag_table_fini(&stags);
+	free(mem);
+}
+
+static void connect_raw(uint16_t ird)
+{
+	struct uiw_config cfg;
+	struct uiw_mpa_params p;
+	struct uiw_mpa_conn *c;
+
+	b_ird = ird;
+	uiw_config_defaults(&cfg);
+	uiw_mpa_params_from_config(&p, &cfg);
+	p.first_delay_us = 0;
+	p.ord = ird < p.ord ? ird : p.ord;   /* the responder's IRD is at least our ORD */
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &p, &raw_ops, NULL,
+					 uiw_now_ns(), &c), 0);
+	ck_assert(pair_run_until(up, NULL, 2000));
+}
+
+struct expect {
+	uint8_t layer, etype, code, hdrct;
+	uint32_t echo;        /* octets after the control word: 0, 2 + DDP header [+ 28] */
+	bool post_recv;       /* a receive of 8 octets is posted first */
+	uint16_t ird;
+};
+
+static uint32_t tagged(uint8_t *b, uint8_t ctrl, uint8_t rdmap, uint32_t stag, uint64_t to, uint32_t len)
+{
+	struct uiw_ddp_tagged h;
+
+	uiw_ddp_tagged_set(&h, ctrl, rdmap & 0x0f, stag, to);
+	h.rdmap = rdmap;
+	memcpy(b, &h, sizeof(h));
+	memset(b + sizeof(h), 0xee, len);
+	return sizeof(h) + len;
+}
+
+static uint32_t untagged(uint8_t *b, uint8_t ctrl, uint8_t rdmap, uint32_t rsvd, uint32_t qn,
+			 uint32_t msn, uint32_t mo, uint32_t len)
+{
+	struct uiw_ddp_untagged h;
+
+	uiw_ddp_untagged_set(&h, ctrl, rdmap & 0x0f, rsvd, qn, msn, mo);
+	h.rdmap = rdmap;
+	memcpy(b, &h, sizeof(h));
+	memset(b + sizeof(h), 0xee, len);
+	return sizeof(h) + len;
+}
+
+static uint32_t read_req(uint8_t *b, uint32_t msn, uint32_t src_stag, uint64_t src_to, uint32_t size)
+{
+	struct uiw_rdmap_read_req rr;
+	uint32_t n = untagged(b, 0x41, 0x41, 0, 1, msn, 0, 0);
+
+	uiw_rdmap_read_req_set(&rr, 0x1234, 0, size, src_stag, src_to);
+	memcpy(b + n, &rr, sizeof(rr));
+	return n + sizeof(rr);
+}
+
+#define TAG 0xc1   /* tagged, last, DDP version 1 */
+#define UNT 0x41   /* untagged, last, DDP version 1 */
+#define RV(op) (0x40 | (op))
+#define MD (UIW_TERM_HDR_M | UIW_TERM_HDR_D)
+#define MDR (MD | UIW_TERM_HDR_R)
+
+/* Case @p i: the crafted ULPDU into @p b, what B must answer into @p e. @return its length. */
+static uint32_t build(int i, uint8_t *b, struct expect *e)
+{
+	*e = (struct expect){ .ird = 16, .post_recv = true };
+	switch (i) {
+	case 0: *e = (struct expect){ 1, 0, 0x00, 0, 0, true, 16 }; /* shorter than a DDP header */
+		return untagged(b, UNT, RV(3), 0, 0, 1, 0, 0) - 8;
+	case 1: *e = (struct expect){ 1, 1, 0x04, MD, 16, true, 16 };   /* tagged, DDP version 2 */
+		return tagged(b, 0xc2, RV(0), mr->stag, VA, 4);
+	case 2: *e = (struct expect){ 1, 2, 0x06, MD, 20, true, 16 };   /* untagged, version 0 */
+		return untagged(b, 0x40, RV(3), 0, 0, 1, 0, 4);
+	case 3: *e = (struct expect){ 0, 2, 0x05, MD, 20, true, 16 };   /* RDMAP version 0 */
+		return untagged(b, UNT, 0x03, 0, 0, 1, 0, 4);
+	case 4: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16 };   /* opcode 8 */
+		return untagged(b, UNT, RV(8), 0, 0, 1, 0, 4);
+	case 5: *e = (struct expect){ 0, 2, 0x06, MD, 16, true, 16 };   /* a tagged Send */
+		return tagged(b, TAG, RV(3), mr->stag, VA, 4);
+	case 6: *e = (struct expect){ 1, 2, 0x01, MD, 20, true, 16 };   /* Send on QN 1 */
+		return untagged(b, UNT, RV(3), 0, 1, 1, 0, 4);
+	case 7: *e = (struct expect){ 1, 2, 0x03, MD, 20, true, 16 };   /* Send, MSN 5 */
+		return untagged(b, UNT, RV(3), 0, 0, 5, 0, 4);
+	case 8: *e = (struct expect){ 1, 2, 0x04, MD, 20, true, 16 };   /* Send, MO 10 */
+		return untagged(b, UNT, RV(3), 0, 0, 1, 10, 4);
+	case 9: *e = (struct expect){ 1, 2, 0x02, MD, 20, false, 16 };  /* no receive posted */
+		return untagged(b, UNT, RV(3), 0, 0, 1, 0, 4);
+	case 10: *e = (struct expect){ 1, 2, 0x05, MD, 20, true, 16 };  /* 20 octets into 8 */
+		return untagged(b, UNT, RV(3), 0, 0, 1, 0, 20);
+	case 11: *e = (struct expect){ 1, 1, 0x00, MD, 16, true, 16 };  /* Write, unknown STag */
+		return tagged(b, TAG, RV(0), mr->stag ^ 0x100, VA, 4);
+	case 12: *e = (struct expect){ 1, 1, 0x01, MD, 16, true, 16 };  /* Write past the end */
+		return tagged(b, TAG, RV(0), mr->stag, VA + MEM - 2, 4);
+	case 13: *e = (struct expect){ 1, 1, 0x02, MD, 16, true, 16 };  /* Write, other PD */
+		return tagged(b, TAG, RV(0), mr_other->stag, VA, 4);
+	case 14: *e = (struct expect){ 1, 1, 0x03, MD, 16, true, 16 };  /* Write, TO wraps */
+		return tagged(b, TAG, RV(0), mr->stag, UINT64_MAX - 1, 4);
+	case 15: *e = (struct expect){ 0, 1, 0x02, MD, 16, true, 16 };  /* Write, no remote write */
+		return tagged(b, TAG, RV(0), mr_ro->stag, VA, 4);
+	case 16: *e = (struct expect){ 1, 2, 0x03, MD, 20, true, 16 };  /* Read Request, MSN 2 */
+		return read_req(b, 2, mr->stag, VA, 8);
+	case 17: *e = (struct expect){ 0, 1, 0x00, MDR, 48, true, 16 }; /* Read, unknown STag */
+		return read_req(b, 1, mr->stag ^ 0x100, VA, 8);
+	case 18: *e = (struct expect){ 0, 1, 0x01, MDR, 48, true, 16 }; /* Read past the end */
+		return read_req(b, 1, mr->stag, VA + MEM - 4, 8);
+	case 19: *e = (struct expect){ 0, 1, 0x02, MDR, 48, true, 16 }; /* Read, no remote read */
+		return read_req(b, 1, mr_ro->stag, VA, 8);
+	case 20: *e = (struct expect){ 0, 1, 0x03, MDR, 48, true, 16 }; /* Read, other PD */
+		return read_req(b, 1, mr_other->stag, VA, 8);
+	case 21: *e = (struct expect){ 0, 1, 0x04, MDR, 48, true, 16 }; /* Read, TO wraps */
+		return read_req(b, 1, mr->stag, UINT64_MAX - 3, 8);
+	case 22: *e = (struct expect){ 0, 2, 0x07, MDR, 48, true, 0 };  /* Read beyond IRD 0 */
+		return read_req(b, 1, mr->stag, VA, 8);
+	case 23: *e = (struct expect){ 0, 2, 0xff, MD, 20, true, 16 };  /* Read Request, 4 octets */
+		return untagged(b, UNT, RV(1), 0, 1, 1, 0, 4);
+	case 24: *e = (struct expect){ 0, 1, 0x09, MD, 20, true, 16 };  /* invalidate, other PD */
+		return untagged(b, UNT, RV(4), mr_other->stag, 0, 1, 0, 4);
+	case 25: *e = (struct expect){ 0, 2, 0x09, MD, 20, true, 16 };  /* invalidate, no STag */
+		return untagged(b, UNT, RV(6), mr->stag ^ 0x100, 0, 1, 0, 4);
+	default: *e = (struct expect){ 0, 2, 0x06, MD, 16, true, 16 };  /* Read Response, none asked */
+		return tagged(b, TAG, RV(2), mr->stag, VA, 4);
+	}
+}
+
+#define NCASES 27
+
+static bool got_term(void *arg)
+{
+	(void)arg;
+	return got_len > 0;
+}
+
+START_TEST(crafted_segment_terminated)
+{
+	uint8_t seg[128], want_hdr[18];
+	struct expect e;
+	uint32_t n = build(_i, seg, &e);
+	struct uiw_mpa_iov iov = { seg, n };
+
+	connect_raw(e.ird);
+	if (e.post_recv) {
+		struct uiw_recv_wr r = { .wr_id = 1, .sg = { { mem + 100, 8 } }, .nsge = 1 };
+
+		ck_assert_int_eq(uiw_qp_post_recv(qp, &r), 0);
+	}
+	ck_assert_int_eq(uiw_mpa_send(raw, &iov, 1), 0);
+	ck_assert(pair_run_until(got_term, NULL, 2000));
+	/* The Terminate: untagged, last, RDMAP opcode 7, QN 2, MSN 1, MO 0 (RFC 5040 §5.6). */
+	uiw_ddp_untagged_set((struct uiw_ddp_untagged *)(void *)want_hdr, UNT, 7, 0, 2, 1, 0);
+	ck_assert_mem_eq(got, want_hdr, 18);
+	ck_assert_uint_eq(got_len, 18 + 4 + e.echo);
+	ck_assert_uint_eq(got[18], (uint8_t)(e.layer << 4 | e.etype));
+	ck_assert_uint_eq(got[19], e.code);
+	ck_assert_uint_eq(got[20], e.hdrct);
+	if (e.echo > 0) {
+		/* DDP Segment Length, then the terminated DDP header (and the Read Request). */
+		ck_assert_uint_eq((uint32_t)got[22] << 8 | got[23], n);
+		ck_assert_mem_eq(got + 24, seg, e.echo - 2);
+	}
+	/* Nothing placed, nothing completed as a success, the QP in error. */
+	for (unsigned k = 0; k < 3 * MEM; k++)
+		ck_assert_uint_eq(mem[k], 0x5a);
+	struct uiw_wc wc;
+
+	while (uiw_cq_poll(&rcq, &wc, 1) == 1)
+		ck_assert_int_ne(wc.status, UIW_WC_SUCCESS);
+	ck_assert_int_eq(uiw_qp_state(qp), UIW_QPS_ERROR);
+	ck_assert_uint_eq(uiw_qp_term_tx(qp)->code, e.code);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("terminate");
+	TCase *tc = tcase_with_leak_check("terminate", setup, teardown);
+
+	tcase_add_loop_test(tc, crafted_segment_terminated, 0, NCASES);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
