@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs a libFuzzer harness for a bounded time, seeded with the replay test's frames.
 
-usage: run_fuzz.py FUZZER SECONDS [tcp|mpa]
+usage: run_fuzz.py FUZZER SECONDS [tcp|mpa|rdmap]
 With "tcp" the seeds are conversations for fuzz_tcp (handshake, data, close); with "mpa"
-they are the byte streams of siw's MPA connections in tests/data/mpa_seeds.
+they are the byte streams of siw's MPA connections in tests/data/mpa_seeds; with "rdmap"
+they are DDP segments of each RDMAP message for fuzz_rdmap.
 """
 import os
 import shutil
@@ -47,6 +48,32 @@ def write_mpa_seeds(corpus):
                 f.write(bytes([flags, seed]) + data)
 
 
+def write_rdmap_seeds(corpus):
+    def rec(ulpdu, c1=5, c2=9):
+        return len(ulpdu).to_bytes(2, "big") + bytes([c1, c2]) + ulpdu
+
+    def untagged(op, qn, msn, mo=0, rsvd=0, last=True):
+        return bytes([0x41 if last else 0x01, 0x40 | op]) + b"".join(
+            v.to_bytes(4, "big") for v in (rsvd, qn, msn, mo))
+
+    def tagged(op, stag, to, last=True):
+        return bytes([0xC1 if last else 0x81, 0x40 | op]) + stag.to_bytes(4, "big") + to.to_bytes(8, "big")
+
+    read_req = (0x1234).to_bytes(4, "big") + (0).to_bytes(8, "big") + (16).to_bytes(4, "big")
+    seeds = {
+        "sends": b"\1" + rec(untagged(3, 0, 1) + b"x" * 40) + rec(untagged(5, 0, 2) + b"y" * 3),
+        "send2seg": b"\1" + rec(untagged(3, 0, 1, last=False) + b"a" * 64) + rec(untagged(3, 0, 1, 64) + b"b" * 8),
+        "write": b"\0" + rec(tagged(0, 0x10000, 0x1000) + b"w" * 32),
+        "readreq": b"\0" + rec(untagged(1, 1, 1) + read_req + (0x10000).to_bytes(4, "big") + (0x1000).to_bytes(8, "big")),
+        "readresp": b"\2" + rec(tagged(2, 0x10000, 0x1080) + b"r" * 128),
+        "terminate": b"\0" + rec(untagged(7, 2, 1) + bytes([0x12, 0x01, 0xC0, 0])),
+        "sendinv": b"\1" + rec(untagged(4, 0, 1, rsvd=0x10202) + b"i" * 4),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(corpus, name), "wb") as f:
+            f.write(data)
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
@@ -64,6 +91,8 @@ def main():
             write_tcp_seeds(corpus)
         if mode == "mpa":
             write_mpa_seeds(corpus)
+        if mode == "rdmap":
+            write_rdmap_seeds(corpus)
         for i, frame in enumerate([] if mode else read_pcap(inp) + read_pcap(exp)):
             with open(os.path.join(corpus, f"seed{i:03d}"), "wb") as f:
                 f.write(b"\0\0" + frame)                    # one segment
