@@ -163,6 +163,10 @@ int uiw_mpa_connect(struct uiw_mpa *m, uint32_t dst, uint16_t port,
 int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 		   const struct uiw_mpa_ops *ops, void *user);
 
+/** Hands the connection's events to @p ops and @p user from now on (a responder's owner
+ *  that takes a Request before it accepts it). */
+void uiw_mpa_set_user(struct uiw_mpa_conn *c, const struct uiw_mpa_ops *ops, void *user);
+
 /** Rejects a Request: Reply with R=1 and @p pd, then close. closed follows. */
 int uiw_mpa_reject(struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t pd_len);
 

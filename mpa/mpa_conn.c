@@ -571,6 +571,12 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 	}
 }
 
+void uiw_mpa_set_user(struct uiw_mpa_conn *c, const struct uiw_mpa_ops *ops, void *user)
+{
+	c->ops = ops;
+	c->user = user;
+}
+
 const char *uiw_mpa_reason(const struct uiw_mpa_conn *c) { return c->reason; }
 const struct uiw_mpa_info *uiw_mpa_info(const struct uiw_mpa_conn *c) { return &c->info; }
 struct uiw_tcp_conn *uiw_mpa_tcp(const struct uiw_mpa_conn *c) { return c->tcp; }

@@ -451,7 +451,11 @@ START_TEST(responder_holds_sends_until_first_fpdu)
 	raw_send(req, siw_request(req, 0));
 	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
 	send_sizes(&rsp, sizes, 2);
-	pair_run_for(30);
+	uint32_t reply_len = 24;
+
+	ck_assert(pair_run_until(raw_has, &reply_len, 2000));
+	for (int i = 0; i < 100; i++)
+		pair_poll();
 	/* The Reply alone: 20 octets and IRD/ORD. */
 	ck_assert_uint_eq(raw.rx_len, 24);
 	ck_assert_mem_eq(raw.rx, UIW_MPA_KEY_REP, UIW_MPA_KEY_LEN);
@@ -504,13 +508,14 @@ START_TEST(initiator_delays_first_fpdus)
 	uint32_t want;
 
 	params(&ip);
-	ip.first_delay_us = _i ? 200000 : 0;
+	ip.first_delay_us = _i ? 1000000 : 0;
 	ip.p2p = true;
 	mpa_connect_to_raw(&ip);
 	raw_send(buf, rr_bytes(buf, true, 0x10, 2, v2, 4));   /* Write RTR picked */
 	ck_assert(pair_run_until(raw_is, &ini.established, 2000));
 	send_sizes(&ini, sizes, 1);
-	pair_run_for(20);
+	for (int i = 0; i < 100; i++)
+		pair_poll();
 	want = 24 + 20 + 16;   /* Request, RTR FPDU, 9-octet ULPDU FPDU */
 	if (_i) {
 		ck_assert_uint_eq(raw.rx_len, 24);

@@ -180,6 +180,23 @@ static uint32_t size_of(unsigned i, uint32_t mul, uint32_t hdr)
 
 static const enum uiw_wr_op send_ops[] = { UIW_WR_SEND, UIW_WR_SEND_SE, UIW_WR_SEND_INV, UIW_WR_SEND_SE_INV };
 
+static bool both_err(void *arg)
+{
+	(void)arg;
+	return A.err && B.err;
+}
+
+static bool both_closed(void *arg)
+{
+	(void)arg;
+	return A.closed && B.closed;
+}
+
+static bool b_writes_reach(void *arg)
+{
+	return uiw_qp_counters(B.qp)[UIW_RDMAP_C_rx_write] >= *(const uint64_t *)arg;
+}
+
 /* Every size, CRC and Markers on and off: the receive buffer holds exactly what was sent. */
 START_TEST(send_every_size)
 {
@@ -231,7 +248,10 @@ START_TEST(write_every_size)
 
 		ck_assert_int_eq(sc.status, UIW_WC_SUCCESS);
 		ck_assert_int_eq(sc.op, UIW_WC_RDMA_WRITE);
-		pair_run_for(n > 100000 ? 200 : 5);   /* placed without a completion at B */
+		/* Placed at B without a completion there: wait for B to have taken it whole. */
+		uint64_t want = k + 1;
+
+		ck_assert(pair_run_until(b_writes_reach, &want, 5000));
 		ck_assert_mem_eq(B.buf + at, A.buf, n);
 		ck_assert_uint_eq(B.buf[at + n - (n > 0)], n > 0 ? A.buf[n - 1] : 0);
 	}
@@ -321,8 +341,7 @@ START_TEST(send_with_invalidate_then_write_terminated)
 	memset(B.buf, 0, 100);
 	fill(A.buf + 1000, 100, 1);
 	ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
-	pair_run_for(50);
-	ck_assert(A.err && B.err);
+	ck_assert(pair_run_until(both_err, NULL, 5000));
 	ck_assert(uiw_qp_term_tx(B.qp)->valid);
 	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->layer, UIW_TERM_LAYER_DDP);
 	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->code, 0x00);
@@ -365,16 +384,14 @@ START_TEST(empty_rq_terminated)
 				 .sg = { { A.buf, 10 } }, .nsge = 1 };
 
 	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
-	pair_run_for(50);
-	ck_assert(B.err);
+	ck_assert(pair_run_until(both_err, NULL, 5000));
 	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->layer, UIW_TERM_LAYER_DDP);
 	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->etype, 2);
 	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->code, 0x02);
 	ck_assert(A.err);
 	ck_assert_uint_eq(uiw_qp_term_rx(A.qp)->code, 0x02);
 	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), -ENOTCONN);
-	pair_run_for(20);
-	ck_assert(A.closed && B.closed);
+	ck_assert(pair_run_until(both_closed, NULL, 5000));
 }
 END_TEST
 

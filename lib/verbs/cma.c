@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* rdma_*: the connection manager over MPA. For iWARP the rdma_cm port is the TCP port and
+ * the conn_param private data is the MPA private data, unchanged (WIRE.md §1.5). */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "uiw_time.h"
+#include "verbs_internal.h"
+
+struct cm_ev {
+	struct rdma_cm_event ev;
+	uint8_t pd[UIW_MPA_PD_MAX];
+	struct cm_ev *next;
+};
+
+struct uiw_event_channel {
+	struct rdma_event_channel ch;
+	struct cm_ev *head, *tail;
+};
+
+enum cm_state { CM_IDLE, CM_BOUND, CM_LISTEN, CM_CONNECTING, CM_REQUEST, CM_CONNECTED, CM_CLOSED };
+
+struct uiw_cm_id {
+	struct rdma_cm_id id;
+	struct uiw_dev *dev;
+	enum cm_state state;
+	struct uiw_mpa_conn *conn;
+	uint16_t port;
+};
+
+static struct sockaddr_in *sin_of(struct sockaddr *a) { return (struct sockaddr_in *)(void *)a; }
+
+static void set_addr(struct sockaddr *a, uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in *s = sin_of(a);
+
+	memset(s, 0, sizeof(*s));
+	s->sin_family = AF_INET;
+	s->sin_addr.s_addr = htonl(ip);
+	s->sin_port = htons(port);
+}
+
+static void queue_event(struct uiw_cm_id *c, enum rdma_cm_event_type type, int status,
+			const uint8_t *pd, uint16_t pd_len, struct uiw_cm_id *listen)
+{
+	struct uiw_event_channel *ch = (struct uiw_event_channel *)c->id.channel;
+	struct cm_ev *e = calloc(1, sizeof(*e));
+	uint64_t one = 1;
+
+	if (e == NULL || ch == NULL) {
+		free(e);
+		return;
+	}
+	e->ev.id = &c->id;
+	e->ev.listen_id = listen != NULL ? &listen->id : NULL;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (pd_len > 0) {
+		memcpy(e->pd, pd, pd_len);
+		e->ev.param.conn.private_data = e->pd;
+		e->ev.param.conn.private_data_len = (uint8_t)(pd_len > 255 ? 255 : pd_len);
+	}
+	if (ch->tail != NULL)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		return;
+}
+
+static struct uiw_qp *core_of(struct uiw_cm_id *c)
+{
+	return c->id.qp != NULL ? uiw_verbs_qp_core(c->id.qp) : NULL;
+}
+
+static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mpa_rr_info *q);
+
+static void cm_established(void *user, struct uiw_mpa_conn *conn, const struct uiw_mpa_info *n)
+{
+	struct uiw_cm_id *c = user;
+	struct uiw_qp *qp = core_of(c);
+
+	c->conn = conn;
+	c->state = CM_CONNECTED;
+	if (qp != NULL)
+		uiw_qp_mpa_ops.established(qp, conn, n);
+	if (c->id.qp != NULL)
+		c->id.qp->state = IBV_QPS_RTS;
+	queue_event(c, RDMA_CM_EVENT_ESTABLISHED, 0, n->pd, n->pd_len, NULL);
+	/* The event carries the peer's private data; MPA's copy goes when the call returns. */
+}
+
+static void cm_rejected(void *user, struct uiw_mpa_conn *conn, const uint8_t *pd, uint16_t len)
+{
+	struct uiw_cm_id *c = user;
+
+	(void)conn;
+	c->state = CM_CLOSED;
+	queue_event(c, RDMA_CM_EVENT_REJECTED, ECONNREFUSED, pd, len, NULL);
+}
+
+static int cm_ulpdu(void *user, struct uiw_mpa_conn *conn, const struct uiw_mpa_ulpdu *u)
+{
+	struct uiw_qp *qp = core_of(user);
+
+	return qp != NULL ? uiw_qp_mpa_ops.ulpdu(qp, conn, u) : 1;
+}
+
+static void cm_writable(void *user, struct uiw_mpa_conn *conn)
+{
+	struct uiw_qp *qp = core_of(user);
+
+	if (qp != NULL)
+		uiw_qp_mpa_ops.writable(qp, conn);
+}
+
+static void cm_closed(void *user, struct uiw_mpa_conn *conn, int err)
+{
+	struct uiw_cm_id *c = user;
+	struct uiw_qp *qp = core_of(c);
+	enum cm_state was = c->state;
+
+	if (qp != NULL)
+		uiw_qp_mpa_ops.closed(qp, conn, err);
+	if (c->id.qp != NULL)
+		c->id.qp->state = IBV_QPS_ERR;
+	c->conn = NULL;
+	c->state = CM_CLOSED;
+	if (was == CM_CONNECTED)
+		queue_event(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0, NULL);
+	else if (was == CM_CONNECTING && err == -ECONNREFUSED)
+		queue_event(c, RDMA_CM_EVENT_REJECTED, ECONNREFUSED, NULL, 0, NULL);
+	else if (was == CM_CONNECTING)
+		queue_event(c, err == -ETIMEDOUT ? RDMA_CM_EVENT_UNREACHABLE : RDMA_CM_EVENT_CONNECT_ERROR,
+			    -err, NULL, 0, NULL);
+}
+
+static const struct uiw_mpa_ops cm_ops = {
+	.request = cm_request, .established = cm_established, .rejected = cm_rejected,
+	.ulpdu = cm_ulpdu, .writable = cm_writable, .closed = cm_closed,
+};
+
+static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mpa_rr_info *q)
+{
+	struct uiw_cm_id *l = ctx, *c = calloc(1, sizeof(*c));
+	uint32_t la, ra;
+	uint16_t lp, rp;
+
+	if (c == NULL) {
+		uiw_mpa_reject(conn, NULL, 0);
+		return;
+	}
+	c->dev = l->dev;
+	c->conn = conn;
+	c->state = CM_REQUEST;
+	c->id.channel = l->id.channel;
+	c->id.context = l->id.context;
+	c->id.verbs = l->id.verbs;
+	c->id.ps = RDMA_PS_TCP;
+	c->id.port_num = 1;
+	uiw_tcp_conn_addrs(uiw_mpa_tcp(conn), &la, &lp, &ra, &rp);
+	set_addr(&c->id.route.addr.src_addr, la, lp);
+	set_addr(&c->id.route.addr.dst_addr, ra, rp);
+	queue_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q->pd, q->pd_len, l);
+	/* iWARP: the peer's ORD is what our IRD must cover, and the other way round. */
+	struct cm_ev *e = ((struct uiw_event_channel *)c->id.channel)->tail;
+
+	if (e != NULL && e->ev.id == &c->id) {
+		e->ev.param.conn.responder_resources = (uint8_t)(q->ord > 255 ? 255 : q->ord);
+		e->ev.param.conn.initiator_depth = (uint8_t)(q->ird > 255 ? 255 : q->ird);
+	}
+	uiw_mpa_set_user(conn, &cm_ops, c);
+}
+
+/* ---- The API. Errors: -1 with errno, as librdmacm. ---- */
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct uiw_event_channel *ch = calloc(1, sizeof(*ch));
+
+	if (ch == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->ch.fd < 0) {
+		free(ch);
+		return NULL;
+	}
+	return &ch->ch;
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct uiw_event_channel *ch = (struct uiw_event_channel *)channel;
+
+	while (ch->head != NULL) {
+		struct cm_ev *n = ch->head->next;
+
+		free(ch->head);
+		ch->head = n;
+	}
+	close(ch->ch.fd);
+	free(ch);
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		   enum rdma_port_space ps)
+{
+	struct uiw_cm_id *c;
+
+	if (ps != RDMA_PS_TCP)
+		return fail(EINVAL);   /* iWARP is reliable connected only */
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return fail(ENOMEM);
+	c->id.channel = channel;
+	c->id.context = context;
+	c->id.ps = ps;
+	c->id.qp_type = IBV_QPT_RC;
+	*id = &c->id;
+	return 0;
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+
+	if (c->state == CM_LISTEN && c->dev != NULL)
+		uiw_mpa_unlisten(c->dev->mpa, c->port);
+	if (c->conn != NULL) {
+		uiw_mpa_set_user(c->conn, NULL, NULL);
+		uiw_mpa_abort(c->conn, "rdma_destroy_id");
+	}
+	free(c);
+	return 0;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	uint32_t ip;
+
+	if (addr == NULL || addr->sa_family != AF_INET)
+		return fail(EAFNOSUPPORT);
+	ip = ntohl(sin_of(addr)->sin_addr.s_addr);
+	c->dev = ip == INADDR_ANY ? uiw_dev_for_dst(0) : uiw_dev_by_ip(ip);
+	if (c->dev == NULL)
+		return fail(EADDRNOTAVAIL);
+	c->port = ntohs(sin_of(addr)->sin_port);
+	set_addr(&id->route.addr.src_addr, c->dev->net->ip, c->port);
+	id->verbs = uiw_dev_context(c->dev);
+	id->port_num = 1;
+	c->state = CM_BOUND;
+	return 0;
+}
+
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+		      int timeout_ms)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+
+	(void)timeout_ms;
+	if (dst == NULL || dst->sa_family != AF_INET)
+		return fail(EAFNOSUPPORT);
+	if (src != NULL && rdma_bind_addr(id, src) != 0)
+		return -1;
+	if (c->dev == NULL) {
+		c->dev = uiw_dev_for_dst(ntohl(sin_of(dst)->sin_addr.s_addr));
+		if (c->dev == NULL)
+			return fail(EADDRNOTAVAIL);
+		set_addr(&id->route.addr.src_addr, c->dev->net->ip, 0);
+		id->verbs = uiw_dev_context(c->dev);
+		id->port_num = 1;
+	}
+	memcpy(&id->route.addr.dst_addr, dst, sizeof(struct sockaddr_in));
+	queue_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0, NULL);
+	return 0;
+}
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	(void)timeout_ms;
+	if (((struct uiw_cm_id *)id)->dev == NULL)
+		return fail(EINVAL);
+	queue_event((struct uiw_cm_id *)id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL);
+	return 0;
+}
+
+int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	int rc;
+
+	if (c->state != CM_BOUND)
+		return fail(EINVAL);
+	rc = uiw_mpa_listen(c->dev->mpa, c->port, backlog > 0 ? (unsigned)backlog : 16,
+			    &c->dev->mpa_params, &cm_ops, c);
+	if (rc != 0)
+		return fail(-rc);
+	c->state = CM_LISTEN;
+	return 0;
+}
+
+static void params_from(struct uiw_mpa_params *p, const struct uiw_dev *d,
+			const struct rdma_conn_param *cp)
+{
+	*p = d->mpa_params;
+	if (cp == NULL)
+		return;
+	p->pd = cp->private_data;
+	p->pd_len = cp->private_data != NULL ? cp->private_data_len : 0;
+	p->ird = cp->responder_resources;
+	p->ord = cp->initiator_depth;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	struct uiw_mpa_params p;
+	struct sockaddr_in *dst = sin_of(&id->route.addr.dst_addr);
+	int rc;
+
+	if (c->dev == NULL || dst->sin_family != AF_INET)
+		return fail(EINVAL);
+	params_from(&p, c->dev, conn_param);
+	c->state = CM_CONNECTING;
+	rc = uiw_mpa_connect(c->dev->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
+			     &cm_ops, c, uiw_now_ns(), &c->conn);
+	if (rc != 0) {
+		c->state = CM_CLOSED;
+		return fail(-rc);
+	}
+	return 0;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	struct uiw_mpa_params p;
+	int rc;
+
+	if (c->state != CM_REQUEST || c->conn == NULL)
+		return fail(EINVAL);
+	params_from(&p, c->dev, conn_param);
+	rc = uiw_mpa_accept(c->conn, &p, &cm_ops, c);
+	return rc != 0 ? fail(-rc) : 0;
+}
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+
+	if (c->state != CM_REQUEST || c->conn == NULL)
+		return fail(EINVAL);
+	c->state = CM_CLOSED;
+	return uiw_mpa_reject(c->conn, private_data, private_data_len) != 0 ? fail(EINVAL) : 0;
+}
+
+int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+
+	if (c->conn == NULL)
+		return fail(EINVAL);
+	if (id->qp != NULL)
+		uiw_qp_disconnect(uiw_verbs_qp_core(id->qp));
+	else
+		uiw_mpa_close(c->conn);
+	return 0;
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct uiw_event_channel *ch = (struct uiw_event_channel *)channel;
+	bool nonblock = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
+	uint64_t v;
+
+	while (ch->head == NULL) {
+		uiw_verbs_progress();
+		if (ch->head == NULL && nonblock)
+			return fail(EAGAIN);
+	}
+	struct cm_ev *e = ch->head;
+
+	ch->head = e->next;
+	if (ch->head == NULL) {
+		ch->tail = NULL;
+		if (read(channel->fd, &v, sizeof(v)) < 0)
+			v = 0;
+	}
+	e->ev.id->event = &e->ev;
+	*event = &e->ev;
+	return 0;
+}
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (event->id != NULL && event->id->event == event)
+		event->id->event = NULL;
+	free(event);   /* the event is the first member of struct cm_ev */
+	return 0;
+}
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp *qp;
+
+	if (pd == NULL || id->verbs == NULL || pd->context != id->verbs)
+		return fail(EINVAL);
+	qp = ibv_create_qp(pd, attr);
+	if (qp == NULL)
+		return -1;
+	id->qp = qp;
+	return 0;
+}
+
+void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (id->qp == NULL)
+		return;
+	ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+}
+
+const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+		"RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ADDR_ERROR",
+		"RDMA_CM_EVENT_ROUTE_RESOLVED", "RDMA_CM_EVENT_ROUTE_ERROR",
+		"RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+		"RDMA_CM_EVENT_CONNECT_ERROR", "RDMA_CM_EVENT_UNREACHABLE", "RDMA_CM_EVENT_REJECTED",
+		"RDMA_CM_EVENT_ESTABLISHED", "RDMA_CM_EVENT_DISCONNECTED",
+		"RDMA_CM_EVENT_DEVICE_REMOVAL", "RDMA_CM_EVENT_MULTICAST_JOIN",
+		"RDMA_CM_EVENT_MULTICAST_ERROR", "RDMA_CM_EVENT_ADDR_CHANGE",
+		"RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+
+	return (unsigned)event < sizeof(names) / sizeof(names[0]) ? names[event] : "UNKNOWN EVENT";
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The verbs (ibv_*) and connection manager (rdma_*) API over the stack, with rdma-core's
+ * own types (infiniband/verbs.h, rdma/rdma_cma.h). Each stack instance is one device
+ * ("uiw0", "uiw1", ...) with one port. Progress is inline: ibv_poll_cq(),
+ * ibv_get_cq_event() and rdma_get_cm_event() run poll passes over every device.
+ *
+ * This header is the glue for tools and tests that build the instances themselves.
+ */
+#ifndef UIW_VERBS_H
+#define UIW_VERBS_H
+
+#include "mpa.h"
+#include "net.h"
+#include "tcp.h"
+#include "uiw_config.h"
+
+#define UIW_VERBS_MAX_DEVICES 8
+
+/**
+ * Makes the instance (@p net with its TCP engine and MPA) a device. The MPA policy for its
+ * connections comes from @p cfg. @return 0 or -ENOSPC.
+ */
+int uiw_verbs_add_device(struct uiw_net *net, struct uiw_tcp *tcp, struct uiw_mpa *mpa,
+			 const struct uiw_config *cfg);
+
+/** Forgets every device (their instances stay the caller's). */
+void uiw_verbs_remove_devices(void);
+
+/** One poll pass over every device: receive, timers, MPA timeouts, transmit. */
+void uiw_verbs_progress(void);
+
+#endif

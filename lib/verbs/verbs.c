@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ibv_*: devices, contexts, PDs, MRs, CQs and completion channels, RC QPs, and the data
+ * path that verbs.h's inline functions reach through context->ops. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "uiw_time.h"
+#include "verbs_internal.h"
+
+static struct uiw_dev *devs[UIW_VERBS_MAX_DEVICES];
+static unsigned ndevs;
+
+int uiw_errno(int rc)
+{
+	return rc < 0 ? -rc : rc;
+}
+
+int uiw_verbs_add_device(struct uiw_net *net, struct uiw_tcp *tcp, struct uiw_mpa *mpa,
+			 const struct uiw_config *cfg)
+{
+	struct uiw_dev *d;
+
+	if (ndevs == UIW_VERBS_MAX_DEVICES || (d = calloc(1, sizeof(*d))) == NULL)
+		return -ENOSPC;
+	if (uiw_stag_table_init(&d->stags, 1u << 16) != 0) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->net = net;
+	d->tcp = tcp;
+	d->mpa = mpa;
+	uiw_mpa_params_from_config(&d->mpa_params, cfg);
+	d->next_qpn = 1;
+	d->next_pdn = 1;
+	d->dev.node_type = IBV_NODE_RNIC;
+	d->dev.transport_type = IBV_TRANSPORT_IWARP;
+	snprintf(d->dev.name, sizeof(d->dev.name), "uiw%u", ndevs);
+	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs-uiw%u", ndevs);
+	devs[ndevs++] = d;
+	return 0;
+}
+
+void uiw_verbs_remove_devices(void)
+{
+	for (unsigned i = 0; i < ndevs; i++) {
+		if (devs[i]->cm_ctx != NULL)
+			ibv_close_device(devs[i]->cm_ctx);
+		uiw_stag_table_fini(&devs[i]->stags);
+		free(devs[i]);
+		devs[i] = NULL;
+	}
+	ndevs = 0;
+}
+
+void uiw_verbs_progress(void)
+{
+	uint64_t now = uiw_now_ns();
+
+	for (unsigned i = 0; i < ndevs; i++) {
+		uiw_tcp_poll(devs[i]->tcp, now);
+		uiw_mpa_run(devs[i]->mpa, now);
+	}
+}
+
+struct uiw_dev *uiw_dev_by_ip(uint32_t ip)
+{
+	for (unsigned i = 0; i < ndevs; i++)
+		if (devs[i]->net->ip == ip)
+			return devs[i];
+	return NULL;
+}
+
+/* The device to reach @p dst from: one on its subnet that is not @p dst itself. */
+struct uiw_dev *uiw_dev_for_dst(uint32_t dst)
+{
+	for (unsigned i = 0; i < ndevs; i++) {
+		struct uiw_net *n = devs[i]->net;
+
+		if (n->ip != dst && (n->ip & n->netmask) == (dst & n->netmask))
+			return devs[i];
+	}
+	return ndevs > 0 ? devs[0] : NULL;
+}
+
+struct ibv_device **ibv_get_device_list(int *num)
+{
+	struct ibv_device **list = calloc(ndevs + 1, sizeof(*list));
+
+	if (list == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < ndevs; i++)
+		list[i] = &devs[i]->dev;
+	if (num != NULL)
+		*num = (int)ndevs;
+	return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	(void)device;
+	return 0;
+}
+
+static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct uiw_ctx *c = calloc(1, sizeof(*c));
+	struct ibv_context *ctx;
+
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->dev = (struct uiw_dev *)(void *)device;
+	c->vctx.sz = sizeof(c->vctx);
+	ctx = &c->vctx.context;
+	ctx->device = device;
+	ctx->cmd_fd = -1;
+	ctx->async_fd = -1;
+	ctx->num_comp_vectors = 1;
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->ops.poll_cq = op_poll_cq;
+	ctx->ops.req_notify_cq = op_req_notify_cq;
+	ctx->ops.post_send = op_post_send;
+	ctx->ops.post_recv = op_post_recv;
+	return ctx;
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	pthread_mutex_destroy(&context->mutex);
+	free((char *)context - offsetof(struct uiw_ctx, vctx.context));
+	return 0;
+}
+
+struct ibv_context *uiw_dev_context(struct uiw_dev *d)
+{
+	if (d->cm_ctx == NULL)
+		d->cm_ctx = ibv_open_device(&d->dev);
+	return d->cm_ctx;
+}
+
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
+{
+	struct uiw_dev *d = ctx_dev(context);
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "uiwarp");
+	a->vendor_id = 0x756977;   /* "uiw": no vendor a program knows */
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 4096;
+	a->max_qp = 1 << 16;
+	a->max_qp_wr = 4096;
+	a->max_sge = UIW_MAX_SGE;
+	a->max_sge_rd = 1;
+	a->max_cq = 1 << 16;
+	a->max_cqe = 1 << 20;
+	a->max_mr = (int)d->stags.cap;
+	a->max_pd = 1 << 16;
+	a->max_qp_rd_atom = UIW_MPA_IRD_ORD_MAX;
+	a->max_qp_init_rd_atom = UIW_MPA_IRD_ORD_MAX;
+	a->max_res_rd_atom = UIW_MPA_IRD_ORD_MAX << 16;
+	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+#undef ibv_query_port
+int ibv_query_port(struct ibv_context *context, uint8_t port, struct _compat_ibv_port_attr *compat)
+{
+	/* Callers hand in a struct ibv_port_attr (verbs.h's inline ___ibv_query_port). */
+	struct ibv_port_attr *a = (struct ibv_port_attr *)(void *)compat;
+	struct uiw_dev *d = ctx_dev(context);
+
+	if (port != 1)
+		return EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->state = IBV_PORT_ACTIVE;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = d->net->port->mtu >= 4096 ? IBV_MTU_4096 : d->net->port->mtu >= 2048 ? IBV_MTU_2048 : IBV_MTU_1024;
+	a->gid_tbl_len = 1;
+	a->max_msg_sz = UINT32_MAX;
+	a->pkey_tbl_len = 1;
+	a->phys_state = 5;   /* LinkUp */
+	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct uiw_pd_v *p = calloc(1, sizeof(*p));
+
+	if (p == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->pd.context = context;
+	p->pdn = ctx_dev(context)->next_pdn++;
+	p->pd.handle = p->pdn;
+	return &p->pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	free(pd);
+	return 0;
+}
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	struct uiw_dev *d = ctx_dev(pd->context);
+	struct uiw_mr_v *m = calloc(1, sizeof(*m));
+	static const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_RELAXED_ORDERING;
+
+	if (m == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (((unsigned)access & ~known) != 0 ||
+	    ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
+		free(m);
+		errno = EINVAL;
+		return NULL;
+	}
+	m->m = uiw_stag_register(&d->stags, ((struct uiw_pd_v *)pd)->pdn, addr, length,
+				 (uintptr_t)addr, (unsigned)access & 7u, (uint8_t)(uintptr_t)m);
+	if (m->m == NULL) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->mr = (struct ibv_mr){ .context = pd->context, .pd = pd, .addr = addr, .length = length,
+				 .handle = m->m->stag, .lkey = m->m->stag, .rkey = m->m->stag };
+	return &m->mr;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, addr, length, (int)access);
+
+	if (mr != NULL)
+		((struct uiw_mr_v *)mr)->m->va = iova;
+	return mr;
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	struct uiw_mr_v *m = (struct uiw_mr_v *)mr;
+
+	uiw_stag_deregister(&ctx_dev(mr->context)->stags, m->m);
+	free(m);
+	return 0;
+}
+
+/* ---- Completion channels and CQs. ---- */
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct uiw_channel *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.context = context;
+	c->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	return &c->ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	if (channel->refcnt > 0)
+		return EBUSY;
+	close(channel->fd);
+	free(channel);
+	return 0;
+}
+
+/* The CQ fired: queue it on its channel and make the fd readable. */
+static void cq_notify(void *arg, struct uiw_cq *core)
+{
+	struct uiw_cq_v *c = arg;
+	struct uiw_channel *ch = c->ch;
+	uint64_t one = 1;
+
+	(void)core;
+	if (ch == NULL || ch->tail - ch->head == CHANNEL_EVENTS)
+		return;
+	ch->q[ch->tail++ % CHANNEL_EVENTS] = &c->cq;
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		return;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct uiw_cq_v *c = calloc(1, sizeof(*c));
+
+	(void)comp_vector;
+	if (c == NULL || cqe <= 0 || cqe > (1 << 20) ||
+	    uiw_cq_init(&c->core, (uint32_t)cqe) != 0) {
+		free(c);
+		errno = cqe <= 0 || cqe > (1 << 20) ? EINVAL : ENOMEM;
+		return NULL;
+	}
+	c->cq = (struct ibv_cq){ .context = context, .channel = channel, .cq_context = cq_context,
+				 .cqe = cqe };
+	c->ch = (struct uiw_channel *)channel;
+	c->core.notify = cq_notify;
+	c->core.notify_arg = c;
+	pthread_mutex_init(&c->cq.mutex, NULL);
+	pthread_cond_init(&c->cq.cond, NULL);
+	if (channel != NULL)
+		channel->refcnt++;
+	return &c->cq;
+}
+
+int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	struct uiw_cq_v *c = (struct uiw_cq_v *)cq;
+
+	if (cq->channel != NULL)
+		cq->channel->refcnt--;
+	uiw_cq_fini(&c->core);
+	free(c);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	struct uiw_channel *ch = (struct uiw_channel *)channel;
+	bool nonblock = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
+	uint64_t v;
+
+	/* Progress is ours to make: poll until the event is there (or at once if the fd is
+	 * non-blocking). */
+	while (ch->head == ch->tail) {
+		uiw_verbs_progress();
+		if (ch->head == ch->tail && nonblock) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	*cq = ch->q[ch->head++ % CHANNEL_EVENTS];
+	*cq_context = (*cq)->cq_context;
+	if (ch->head == ch->tail && read(channel->fd, &v, sizeof(v)) < 0)
+		v = 0;
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	cq->comp_events_completed += nevents;
+}
+
+static enum ibv_wc_status wc_status(enum uiw_wc_status s)
+{
+	switch (s) {
+	case UIW_WC_SUCCESS: return IBV_WC_SUCCESS;
+	case UIW_WC_LOC_LEN_ERR: return IBV_WC_LOC_LEN_ERR;
+	case UIW_WC_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+	case UIW_WC_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
+	case UIW_WC_REM_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
+	case UIW_WC_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
+	default: return IBV_WC_FATAL_ERR;
+	}
+}
+
+static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct uiw_cq_v *c = (struct uiw_cq_v *)cq;
+	static const enum ibv_wc_opcode ops[] = { [UIW_WC_SEND] = IBV_WC_SEND,
+						  [UIW_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+						  [UIW_WC_RDMA_READ] = IBV_WC_RDMA_READ,
+						  [UIW_WC_RECV] = IBV_WC_RECV };
+	int k = 0;
+
+	if (n < 0)
+		return -1;
+	if (c->core.head == c->core.tail)
+		uiw_verbs_progress();   /* one bounded pass: the caller's poll drives the engine */
+	for (; k < n; k++) {
+		struct uiw_wc w;
+
+		if (uiw_cq_poll(&c->core, &w, 1) != 1)
+			break;
+		wc[k] = (struct ibv_wc){ .wr_id = w.wr_id, .status = wc_status(w.status),
+					 .opcode = ops[w.op], .byte_len = w.byte_len, .qp_num = w.qp_num,
+					 .wc_flags = w.with_inv ? IBV_WC_WITH_INV : 0 };
+		if (w.with_inv)
+			wc[k].invalidated_rkey = w.inv_stag;
+	}
+	return k;
+}
+
+static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	uiw_cq_arm(&((struct uiw_cq_v *)cq)->core, solicited_only != 0);
+	return 0;
+}
+
+/* ---- Queue pairs. ---- */
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct uiw_dev *d = ctx_dev(pd->context);
+	struct uiw_qp_v *q;
+
+	if (attr->qp_type != IBV_QPT_RC || attr->send_cq == NULL || attr->recv_cq == NULL ||
+	    attr->srq != NULL || attr->cap.max_send_sge > UIW_MAX_SGE ||
+	    attr->cap.max_recv_sge > UIW_MAX_SGE || attr->cap.max_send_wr > 32768 ||
+	    attr->cap.max_recv_wr > 32768) {
+		errno = attr->srq != NULL ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct uiw_qp_attr a = {
+		.qp_num = d->next_qpn++, .pd = ((struct uiw_pd_v *)pd)->pdn,
+		.sq_size = attr->cap.max_send_wr ? attr->cap.max_send_wr : 1,
+		.rq_size = attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1,
+		.send_cq = &((struct uiw_cq_v *)attr->send_cq)->core,
+		.recv_cq = &((struct uiw_cq_v *)attr->recv_cq)->core, .stags = &d->stags,
+	};
+	if (uiw_qp_create(&q->core, &a) != 0) {
+		free(q);
+		errno = ENOMEM;
+		return NULL;
+	}
+	q->dev = d;
+	q->sig_all = attr->sq_sig_all != 0;
+	q->qp = (struct ibv_qp){ .context = pd->context, .qp_context = attr->qp_context, .pd = pd,
+				 .send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
+				 .handle = a.qp_num, .qp_num = a.qp_num, .state = IBV_QPS_INIT,
+				 .qp_type = IBV_QPT_RC };
+	pthread_mutex_init(&q->qp.mutex, NULL);
+	pthread_cond_init(&q->qp.cond, NULL);
+	attr->cap.max_inline_data = 0;
+	return &q->qp;
+}
+
+struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp)
+{
+	return ((struct uiw_qp_v *)qp)->core;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
+
+	uiw_qp_destroy(q->core);
+	free(q);
+	return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	/* iWARP QPs move with their connection (rdma_cm); an application may only take one
+	 * to ERROR. */
+	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR)
+		uiw_qp_terminate(((struct uiw_qp_v *)qp)->core, UIW_TERM_LAYER_RDMAP, 0, 0xff,
+				 "moved to error by the application");
+	if (mask & IBV_QP_STATE)
+		qp->state = attr->qp_state;
+	return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
+{
+	static const enum ibv_qp_state map[] = { [UIW_QPS_IDLE] = IBV_QPS_INIT, [UIW_QPS_RTS] = IBV_QPS_RTS,
+						 [UIW_QPS_CLOSING] = IBV_QPS_SQD,
+						 [UIW_QPS_TERMINATE] = IBV_QPS_SQE,
+						 [UIW_QPS_ERROR] = IBV_QPS_ERR };
+
+	(void)mask;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = map[uiw_qp_state(((struct uiw_qp_v *)qp)->core)];
+	attr->cur_qp_state = attr->qp_state;
+	init->qp_type = IBV_QPT_RC;
+	init->send_cq = qp->send_cq;
+	init->recv_cq = qp->recv_cq;
+	return 0;
+}
+
+/* The SGEs of a work request, each within a region of this PD with @p access. */
+static int map_sges(struct uiw_qp_v *q, const struct ibv_sge *in, int n, struct uiw_sge *out,
+		    unsigned access)
+{
+	if (n < 0 || n > UIW_MAX_SGE)
+		return EINVAL;
+	for (int i = 0; i < n; i++) {
+		struct uiw_mr *m = uiw_stag_find(&q->dev->stags, in[i].lkey);
+		uint64_t a = in[i].addr;
+
+		if (m == NULL || !m->valid || m->pd != ((struct uiw_pd_v *)q->qp.pd)->pdn ||
+		    (m->access & access) != access || a < (uintptr_t)m->addr ||
+		    a + in[i].length > (uintptr_t)m->addr + m->len)
+			return EINVAL;
+		out[i] = (struct uiw_sge){ (uint8_t *)(uintptr_t)a, in[i].length };
+	}
+	return 0;
+}
+
+static int one_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr)
+{
+	bool se = (wr->send_flags & IBV_SEND_SOLICITED) != 0;
+	struct uiw_send_wr w = { .wr_id = wr->wr_id, .nsge = (unsigned)wr->num_sge,
+				 .signaled = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED) };
+	unsigned access = 0;
+
+	switch (wr->opcode) {
+	case IBV_WR_SEND: w.op = se ? UIW_WR_SEND_SE : UIW_WR_SEND; break;
+	case IBV_WR_SEND_WITH_INV:
+		w.op = se ? UIW_WR_SEND_SE_INV : UIW_WR_SEND_INV;
+		w.inv_stag = wr->invalidate_rkey;
+		break;
+	case IBV_WR_RDMA_WRITE: w.op = UIW_WR_WRITE; break;
+	case IBV_WR_RDMA_READ: w.op = UIW_WR_READ; access = UIW_ACCESS_LOCAL_WRITE; break;
+	default: return EINVAL;   /* no immediate data, atomics or local invalidation */
+	}
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return EINVAL;
+	if (map_sges(q, wr->sg_list, wr->num_sge, w.sg, access) != 0)
+		return EINVAL;
+	if (w.op == UIW_WR_WRITE || w.op == UIW_WR_READ) {
+		w.rkey = wr->wr.rdma.rkey;
+		w.remote_addr = wr->wr.rdma.remote_addr;
+	}
+	if (w.op == UIW_WR_READ) {
+		if (wr->num_sge != 1)
+			return EINVAL;
+		w.sink_stag = wr->sg_list[0].lkey;
+		w.sink_to = wr->sg_list[0].addr;
+	}
+	return uiw_errno(uiw_qp_post_send(q->core, &w));
+}
+
+static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
+
+	for (; wr != NULL; wr = wr->next) {
+		int rc = one_send(q, wr);
+
+		if (rc != 0) {
+			*bad = wr;
+			return rc == ENOTCONN ? EINVAL : rc;
+		}
+	}
+	return 0;
+}
+
+static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
+
+	for (; wr != NULL; wr = wr->next) {
+		struct uiw_recv_wr r = { .wr_id = wr->wr_id, .nsge = (unsigned)wr->num_sge };
+		int rc = map_sges(q, wr->sg_list, wr->num_sge, r.sg, UIW_ACCESS_LOCAL_WRITE);
+
+		if (rc == 0)
+			rc = uiw_errno(uiw_qp_post_recv(q->core, &r));
+		if (rc != 0) {
+			*bad = wr;
+			return rc == ENOTCONN ? EINVAL : rc;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Objects behind the rdma-core types: each starts with the rdma-core struct it stands for. */
+#ifndef UIW_VERBS_INTERNAL_H
+#define UIW_VERBS_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "rdmap.h"
+#include "uiw_verbs.h"
+
+#define CHANNEL_EVENTS 1024
+
+struct uiw_dev {
+	struct ibv_device dev;
+	struct uiw_net *net;
+	struct uiw_tcp *tcp;
+	struct uiw_mpa *mpa;
+	struct uiw_mpa_params mpa_params;
+	struct uiw_stag_table stags;
+	uint32_t next_qpn, next_pdn;
+	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
+};
+
+struct uiw_ctx {
+	struct verbs_context vctx;    /* ends with struct ibv_context, as rdma-core lays it out */
+	struct uiw_dev *dev;
+};
+
+struct uiw_pd_v {
+	struct ibv_pd pd;
+	uint32_t pdn;
+};
+
+struct uiw_mr_v {
+	struct ibv_mr mr;
+	struct uiw_mr *m;
+};
+
+struct uiw_channel {
+	struct ibv_comp_channel ch;
+	struct ibv_cq *q[CHANNEL_EVENTS];
+	unsigned head, tail;
+};
+
+struct uiw_cq_v {
+	struct ibv_cq cq;
+	struct uiw_cq core;
+	struct uiw_channel *ch;
+};
+
+struct uiw_cm_id;
+
+struct uiw_qp_v {
+	struct ibv_qp qp;
+	struct uiw_qp *core;
+	struct uiw_dev *dev;
+	bool sig_all;
+	struct uiw_cm_id *cm;
+};
+
+static inline struct uiw_dev *ctx_dev(struct ibv_context *c)
+{
+	return ((struct uiw_ctx *)(void *)((char *)c - offsetof(struct verbs_context, context)))->dev;
+}
+
+/* verbs.c */
+struct ibv_context *uiw_dev_context(struct uiw_dev *d);
+struct uiw_dev *uiw_dev_by_ip(uint32_t ip);
+struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
+int uiw_errno(int rc);
+struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp);
+
+#endif

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The verbs and rdma_cm API (rdma-core's own headers and types) between two stack
+ * instances, used only through the public calls: connection set-up with private data,
+ * Send, Send with Solicited Event on a completion channel, RDMA Write, RDMA Read, Send with
+ * Invalidate, disconnect; and the error returns the man pages give.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "check_common.h"
+#include "pair_fixture.h"
+#include "uiw_verbs.h"
+
+#define PORT 7471
+#define SZ 65536
+
+struct ep {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr, *mr2;
+	uint8_t *buf;
+};
+
+static struct ep cli, srv;
+static struct rdma_cm_id *listen_id;
+
+static void setup(void)
+{
+	struct uiw_config cfg;
+
+	pair_setup();
+	uiw_config_defaults(&cfg);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.net, pair_a.tcp, pair_a.mpa, &cfg), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.net, pair_b.tcp, pair_b.mpa, &cfg), 0);
+	memset(&cli, 0, sizeof(cli));
+	memset(&srv, 0, sizeof(srv));
+}
+
+static void ep_fini(struct ep *e)
+{
+	if (e->id != NULL && e->id->qp != NULL)
+		rdma_destroy_qp(e->id);
+	if (e->mr != NULL)
+		ibv_dereg_mr(e->mr);
+	if (e->mr2 != NULL)
+		ibv_dereg_mr(e->mr2);
+	if (e->cq != NULL)
+		ibv_destroy_cq(e->cq);
+	if (e->cc != NULL)
+		ibv_destroy_comp_channel(e->cc);
+	if (e->pd != NULL)
+		ibv_dealloc_pd(e->pd);
+	if (e->id != NULL)
+		rdma_destroy_id(e->id);
+	if (e->ch != NULL)
+		rdma_destroy_event_channel(e->ch);
+	free(e->buf);
+}
+
+static void teardown(void)
+{
+	struct rdma_event_channel *lch = listen_id != NULL ? listen_id->channel : NULL;
+
+	ep_fini(&cli);
+	srv.ch = NULL;   /* the server's channel is the listener's */
+	ep_fini(&srv);
+	if (listen_id != NULL)
+		rdma_destroy_id(listen_id);
+	if (lch != NULL)
+		rdma_destroy_event_channel(lch);
+	listen_id = NULL;
+	uiw_verbs_remove_devices();
+	pair_teardown();
+}
+
+static struct rdma_cm_event *expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
+{
+	struct rdma_cm_event *ev = NULL;
+
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_msg(ev->event == t, "got %s, wanted %s", rdma_event_str(ev->event), rdma_event_str(t));
+	return ev;
+}
+
+static void resources(struct ep *e, struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 32, .max_recv_wr = 32,
+						.max_send_sge = 2, .max_recv_sge = 2 } };
+
+	e->pd = ibv_alloc_pd(id->verbs);
+	ck_assert_ptr_nonnull(e->pd);
+	e->cc = ibv_create_comp_channel(id->verbs);
+	ck_assert_ptr_nonnull(e->cc);
+	e->cq = ibv_create_cq(id->verbs, 64, e, e->cc, 0);
+	ck_assert_ptr_nonnull(e->cq);
+	qa.send_cq = qa.recv_cq = e->cq;
+	ck_assert_int_eq(rdma_create_qp(id, e->pd, &qa), 0);
+	e->buf = calloc(1, 2 * SZ);
+	e->mr = ibv_reg_mr(e->pd, e->buf, SZ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_RELAXED_ORDERING);
+	e->mr2 = ibv_reg_mr(e->pd, e->buf + SZ, SZ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	ck_assert_ptr_nonnull(e->mr);
+	ck_assert_ptr_nonnull(e->mr2);
+}
+
+/* Listen on B, connect from A with private data, accept: both established. */
+static void connect_pair(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
+	struct rdma_conn_param cp = { .private_data = "hello", .private_data_len = 5,
+				      .initiator_depth = 4, .responder_resources = 4 };
+	struct rdma_cm_event *ev;
+
+	srv.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(listen_id, (struct sockaddr *)&sa), 0);
+	ck_assert_int_eq(rdma_listen(listen_id, 4), 0);
+	cli.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, &cli, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 2000), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(cli.id, 2000), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ck_assert_str_eq(ibv_get_device_name(cli.id->verbs->device), "uiw0");
+	resources(&cli, cli.id);
+	ck_assert_int_eq(rdma_connect(cli.id, &cp), 0);
+
+	ev = expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_ptr_eq(ev->listen_id, listen_id);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 5);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hello", 5);
+	ck_assert_uint_eq(ev->param.conn.responder_resources, 4);
+	srv.id = ev->id;
+	ck_assert_str_eq(ibv_get_device_name(srv.id->verbs->device), "uiw1");
+	rdma_ack_cm_event(ev);
+	resources(&srv, srv.id);
+	struct ibv_sge sge = { (uintptr_t)srv.buf + 1000, 256, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &sge, .num_sge = 1 }, *bad_r;
+
+	ck_assert_int_eq(ibv_post_recv(srv.id->qp, &rw, &bad_r), 0);
+	cp.private_data = "welcome";
+	cp.private_data_len = 7;
+	ck_assert_int_eq(rdma_accept(srv.id, &cp), 0);
+	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED));
+	ev = expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 7);
+	ck_assert_mem_eq(ev->param.conn.private_data, "welcome", 7);
+	rdma_ack_cm_event(ev);
+}
+
+static struct ibv_wc poll_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	int n;
+
+	for (int spins = 0; spins < 10000000; spins++)
+		if ((n = ibv_poll_cq(cq, 1, &wc)) != 0)
+			break;
+	ck_assert_int_eq(n, 1);
+	return wc;
+}
+
+START_TEST(operations_through_the_api)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	connect_pair();
+	/* Send (A first: the responder may not send before the initiator's first FPDU). */
+	strcpy((char *)cli.buf, "over verbs");
+	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED };
+
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	wc = poll_one(cli.cq);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_SEND);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	wc = poll_one(srv.cq);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+	ck_assert_uint_eq(wc.wr_id, 77);
+	ck_assert_uint_eq(wc.byte_len, 10);
+	ck_assert_uint_eq(wc.qp_num, srv.id->qp->qp_num);
+	ck_assert_mem_eq(srv.buf + 1000, "over verbs", 10);
+
+	/* RDMA Write, then a Read of the same bytes back. */
+	for (int i = 0; i < 8192; i++)
+		cli.buf[4096 + i] = (uint8_t)(i * 3);
+	s = (struct ibv_sge){ (uintptr_t)cli.buf + 4096, 8192, cli.mr->lkey };
+	w = (struct ibv_send_wr){ .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = (uintptr_t)srv.buf + 20000, .rkey = srv.mr->rkey } };
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	ck_assert_int_eq(poll_one(cli.cq).opcode, IBV_WC_RDMA_WRITE);
+	struct ibv_sge rs = { (uintptr_t)cli.buf + 30000, 8192, cli.mr->lkey };
+	struct ibv_send_wr r = { .wr_id = 3, .sg_list = &rs, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { .remote_addr = (uintptr_t)srv.buf + 20000, .rkey = srv.mr->rkey } };
+
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &r, &bad), 0);
+	wc = poll_one(cli.cq);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.byte_len, 8192);
+	ck_assert_mem_eq(srv.buf + 20000, cli.buf + 4096, 8192);
+	ck_assert_mem_eq(cli.buf + 30000, cli.buf + 4096, 8192);
+
+	/* Send with Solicited Event and Invalidate: the server's CQ, armed for solicited
+	 * completions only, reports through its completion channel. */
+	struct ibv_sge rsge = { (uintptr_t)srv.buf + 2000, 64, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 78, .sg_list = &rsge, .num_sge = 1 }, *bad_r;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	ck_assert_int_eq(ibv_post_recv(srv.id->qp, &rw, &bad_r), 0);
+	ck_assert_int_eq(ibv_req_notify_cq(srv.cq, 1), 0);
+	w = (struct ibv_send_wr){ .wr_id = 4, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
+				  .invalidate_rkey = srv.mr2->rkey };
+	s.length = 16;
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	ck_assert_int_eq(ibv_get_cq_event(srv.cc, &ev_cq, &ev_ctx), 0);
+	ck_assert_ptr_eq(ev_cq, srv.cq);
+	ck_assert_ptr_eq(ev_ctx, &srv);
+	ibv_ack_cq_events(ev_cq, 1);
+	wc = poll_one(srv.cq);
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert(wc.wc_flags & IBV_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, srv.mr2->rkey);
+	poll_one(cli.cq);
+
+	/* Disconnect: both sides hear it; later work is refused or flushed. */
+	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	w.opcode = IBV_WR_SEND;
+	ck_assert_int_ne(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	ck_assert_ptr_eq(bad, &w);
+}
+END_TEST
+
+START_TEST(errors_as_the_man_pages_say)
+{
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct ibv_send_wr *bad = NULL;
+
+	connect_pair();
+	/* A bad lkey: EINVAL, bad_wr points at it, nothing sent. */
+	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey ^ 0x100 };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), EINVAL);
+	ck_assert_ptr_eq(bad, &w);
+	/* No immediate data on iWARP. */
+	s.lkey = cli.mr->lkey;
+	w.opcode = IBV_WR_SEND_WITH_IMM;
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), EINVAL);
+	/* Only RDMA_PS_TCP; a non-blocking channel with nothing queued says EAGAIN. */
+	ck_assert_int_eq(rdma_create_id(cli.ch, &id, NULL, RDMA_PS_UDP), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	fcntl(cli.ch->fd, F_SETFL, fcntl(cli.ch->fd, F_GETFL) | O_NONBLOCK);
+	ck_assert_int_eq(rdma_get_cm_event(cli.ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* A second listener on the same port. */
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
+
+	ck_assert_int_eq(rdma_create_id(cli.ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&sa), 0);
+	ck_assert_int_eq(rdma_listen(id, 1), -1);
+	ck_assert_int_eq(errno, EADDRINUSE);
+	rdma_destroy_id(id);
+	/* Devices: two, iWARP RNICs. */
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(list[0]->transport_type, IBV_TRANSPORT_IWARP);
+	ck_assert_int_eq(list[0]->node_type, IBV_NODE_RNIC);
+	ck_assert_ptr_null(list[2]);
+	ibv_free_device_list(list);
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+
+	ck_assert_int_eq(ibv_query_device(cli.id->verbs, &da), 0);
+	ck_assert_int_eq(da.max_sge_rd, 1);
+	ck_assert_int_eq(ibv_query_port(cli.id->verbs, 1, &pa), 0);
+	ck_assert_int_eq(pa.state, IBV_PORT_ACTIVE);
+}
+END_TEST
+
+START_TEST(reject_with_private_data)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
+	struct rdma_cm_event *ev;
+
+	srv.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(listen_id, (struct sockaddr *)&sa), 0);
+	ck_assert_int_eq(rdma_listen(listen_id, 4), 0);
+	cli.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 2000), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	resources(&cli, cli.id);
+	ck_assert_int_eq(rdma_connect(cli.id, NULL), 0);
+	ev = expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_int_eq(rdma_reject(ev->id, "full", 4), 0);
+	srv.id = ev->id;
+	rdma_ack_cm_event(ev);
+	ev = expect_event(cli.ch, RDMA_CM_EVENT_REJECTED);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
+	ck_assert_mem_eq(ev->param.conn.private_data, "full", 4);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("verbs");
+	TCase *tc = tcase_with_leak_check("verbs", setup, teardown);
+
+	tcase_add_test(tc, operations_through_the_api);
+	tcase_add_test(tc, errors_as_the_man_pages_say);
+	tcase_add_test(tc, reject_with_private_data);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
