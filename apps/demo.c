@@ -14,6 +14,7 @@
 #include <rte_eal.h>
 
 #include "demo_rdma.h"
+#include "pcapw.h"
 #include "net.h"
 #include "trace.h"
 #include "uiw_config.h"
@@ -101,14 +102,19 @@ int main(int argc, char **argv)
 	struct uiw_config cfg;
 	char err[256];
 	unsigned count = 4;
+	const char *pcap_path = NULL;
+	struct app_pcap pcap_a, pcap_b;
+	FILE *pcap = NULL;
 	uint16_t id_a, id_b;
 	int opt, rc;
 
-	while ((opt = getopt(argc, argv, "c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "c:w:h")) != -1) {
 		if (opt == 'c' && atoi(optarg) > 0) {
 			count = (unsigned)atoi(optarg);
+		} else if (opt == 'w') {
+			pcap_path = optarg;
 		} else {
-			fprintf(stderr, "usage: %s [-c echoes]\n"
+			fprintf(stderr, "usage: %s [-c echoes] [-w capture.pcap]\n"
 				"  Configuration ($UIWARP_CONF, $UIWARP_CONFIG) may set eal, lcores,\n"
 				"  hugepages, memory, log, mtu, mbufs and the arp_* keys.\n", argv[0]);
 			return opt == 'h' ? 0 : 2;
@@ -136,6 +142,15 @@ int main(int argc, char **argv)
 	net_b.cb_arg = &pb;
 	app_trace_attach(&trace_a, &port_a, "A 10.0.0.1 ->");
 	app_trace_attach(&trace_b, &port_b, "B 10.0.0.2 ->");
+	if (pcap_path != NULL) {
+		pcap = app_pcap_open(pcap_path);
+		if (pcap == NULL) {
+			perror(pcap_path);
+			return 1;
+		}
+		app_pcap_attach(&pcap_a, &port_a, pcap);
+		app_pcap_attach(&pcap_b, &port_b, pcap);
+	}
 
 	printf("\n-- both announce their address (gratuitous ARP)\n");
 	uiw_net_start(&net_a, uiw_now_ns());
@@ -162,6 +177,8 @@ int main(int argc, char **argv)
 	uiw_net_fini(&net_b);
 	uiw_port_close(&port_a);
 	uiw_port_close(&port_b);
+	if (pcap != NULL)
+		fclose(pcap);
 	rte_eal_cleanup();
 	return rc == 0 ? 0 : 1;
 }

@@ -34,12 +34,18 @@ static uint16_t pcap_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t 
 			fwrite(d, len, 1, p->f);
 		}
 	}
-	return p->inner(port, pkts, n);
+	/* The wrapped function (a trace, a test port) reads port->user too. */
+	port->user = p->inner_user;
+	uint16_t sent = p->inner(port, pkts, n);
+
+	port->user = p;
+	return sent;
 }
 
 void app_pcap_attach(struct app_pcap *p, struct uiw_port *port, FILE *f)
 {
 	p->inner = port->tx_burst;
+	p->inner_user = port->user;
 	p->f = f;
 	port->user = p;
 	port->tx_burst = pcap_tx;

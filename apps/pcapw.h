@@ -9,6 +9,7 @@
 
 struct app_pcap {
 	uiw_burst_fn inner;
+	void *inner_user;     /* port->user as the wrapped TX function expects it */
 	FILE *f;
 };
 
