@@ -111,6 +111,20 @@ unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n);
  *  calls cq->notify once. */
 void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only);
 
+/** A shared receive queue: receives any of its QPs may take, in posting order. */
+struct uiw_srq {
+	struct uiw_recv_wr *ring;
+	uint32_t cap, head, tail;
+	uint32_t limit;                /**< armed: notify when fewer than this are posted */
+	void (*limit_reached)(void *arg, struct uiw_srq *srq);
+	void *limit_arg;
+};
+
+int uiw_srq_init(struct uiw_srq *srq, uint32_t cap);
+void uiw_srq_fini(struct uiw_srq *srq);
+/** @return 0, -EINVAL (too many SGEs), -ENOMEM (full). */
+int uiw_srq_post(struct uiw_srq *srq, const struct uiw_recv_wr *wr);
+
 struct uiw_qp;
 
 /** What a QP tells its owner besides completions. Any slot may be NULL. */
@@ -127,6 +141,7 @@ struct uiw_qp_attr {
 	uint32_t qp_num, pd;
 	uint32_t sq_size, rq_size;     /**< work requests outstanding at once */
 	struct uiw_cq *send_cq, *recv_cq;
+	struct uiw_srq *srq;           /**< receives come from here instead (rq_size unused) */
 	struct uiw_stag_table *stags;
 	const struct uiw_qp_events *events;
 	void *event_arg;

@@ -48,6 +48,9 @@ struct uiw_qp {
 	uint32_t sq_cap, sq_comp, sq_tx, sq_tail;
 	struct uiw_recv_wr *rq;
 	uint32_t rq_cap, rq_head, rq_tail;
+	struct uiw_srq *srq;
+	struct uiw_recv_wr rx_cur;         /* the receive the Send under way fills */
+	bool rx_have_cur;
 	struct orq_entry orq[UIW_MPA_IRD_ORD_MAX];
 	uint32_t orq_head, orq_tail;
 	uint16_t ord;
@@ -81,6 +84,7 @@ static inline void qp_count(struct uiw_qp *qp, enum uiw_rdmap_counter k)
 void qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc);
 void qp_complete_sq(struct uiw_qp *qp);
 void qp_error(struct uiw_qp *qp, const char *why);
+bool qp_take_recv(struct uiw_qp *qp);
 
 /* rdmap_tx.c */
 void qp_pump(struct uiw_qp *qp);

@@ -86,13 +86,13 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 {
 	struct uiw_qp *qp = calloc(1, sizeof(*qp));
 
-	if (qp == NULL || a->sq_size == 0 || a->rq_size == 0 || a->send_cq == NULL ||
+	if (qp == NULL || a->sq_size == 0 || (a->rq_size == 0 && a->srq == NULL) || a->send_cq == NULL ||
 	    a->recv_cq == NULL || a->stags == NULL) {
 		free(qp);
 		return qp == NULL ? -ENOMEM : -EINVAL;
 	}
 	qp->sq = calloc(a->sq_size, sizeof(*qp->sq));
-	qp->rq = calloc(a->rq_size, sizeof(*qp->rq));
+	qp->rq = calloc(a->rq_size ? a->rq_size : 1, sizeof(*qp->rq));
 	if (qp->sq == NULL || qp->rq == NULL) {
 		uiw_qp_destroy(qp);
 		return -ENOMEM;
@@ -100,7 +100,8 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 	qp->qp_num = a->qp_num;
 	qp->pd = a->pd;
 	qp->sq_cap = a->sq_size;
-	qp->rq_cap = a->rq_size;
+	qp->rq_cap = a->rq_size ? a->rq_size : 1;
+	qp->srq = a->srq;
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
 	qp->stags = a->stags;
@@ -136,6 +137,15 @@ static void flush(struct uiw_qp *qp)
 	}
 	qp->sq_tx = qp->sq_tail;
 	qp_complete_sq(qp);
+	if (qp->rx_have_cur) {
+		struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .status = UIW_WC_WR_FLUSH_ERR,
+				     .op = UIW_WC_RECV, .qp_num = qp->qp_num };
+
+		qp->rx_have_cur = false;
+		qp_cq_push(qp->rcq, &wc);
+		qp_count(qp, UIW_RDMAP_C_flushed);
+	}
+	/* A shared queue's receives stay for its other QPs. */
 	while (qp->rq_head != qp->rq_tail) {
 		struct uiw_wc wc = { .wr_id = qp->rq[qp->rq_head++ % qp->rq_cap].wr_id,
 				     .status = UIW_WC_WR_FLUSH_ERR, .op = UIW_WC_RECV, .qp_num = qp->qp_num };
@@ -173,9 +183,58 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 	return 0;
 }
 
-int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
+int uiw_srq_init(struct uiw_srq *srq, uint32_t cap)
+{
+	memset(srq, 0, sizeof(*srq));
+	srq->ring = calloc(cap, sizeof(*srq->ring));
+	if (srq->ring == NULL)
+		return -ENOMEM;
+	srq->cap = cap;
+	return 0;
+}
+
+void uiw_srq_fini(struct uiw_srq *srq)
+{
+	free(srq->ring);
+	memset(srq, 0, sizeof(*srq));
+}
+
+int uiw_srq_post(struct uiw_srq *srq, const struct uiw_recv_wr *wr)
 {
 	if (wr->nsge > UIW_MAX_SGE)
+		return -EINVAL;
+	if (srq->tail - srq->head == srq->cap)
+		return -ENOMEM;
+	srq->ring[srq->tail++ % srq->cap] = *wr;
+	return 0;
+}
+
+/* The receive for a new Send: the QP's own queue, or its shared one. */
+bool qp_take_recv(struct uiw_qp *qp)
+{
+	if (qp->srq != NULL) {
+		struct uiw_srq *s = qp->srq;
+
+		if (s->head == s->tail)
+			return false;
+		qp->rx_cur = s->ring[s->head++ % s->cap];
+		if (s->limit > 0 && s->tail - s->head < s->limit) {
+			s->limit = 0;   /* one-shot, as the verbs SRQ limit event */
+			if (s->limit_reached != NULL)
+				s->limit_reached(s->limit_arg, s);
+		}
+	} else {
+		if (qp->rq_head == qp->rq_tail)
+			return false;
+		qp->rx_cur = qp->rq[qp->rq_head++ % qp->rq_cap];
+	}
+	qp->rx_have_cur = true;
+	return true;
+}
+
+int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
+{
+	if (wr->nsge > UIW_MAX_SGE || qp->srq != NULL)
 		return -EINVAL;
 	if (qp->state == UIW_QPS_ERROR)
 		return -ENOTCONN;

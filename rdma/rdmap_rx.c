@@ -91,7 +91,7 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 		     uint8_t op)
 {
 	bool inv = op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV;
-	struct uiw_wc wc = { .wr_id = qp->rq[qp->rq_head % qp->rq_cap].wr_id, .op = UIW_WC_RECV,
+	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV,
 			     .byte_len = qp->rx_mo, .qp_num = qp->qp_num, .with_inv = inv,
 			     .inv_stag = inv ? s->rsvd_ulp : 0,
 			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV };
@@ -103,7 +103,7 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 			return term(qp, UIW_TERM_LAYER_RDMAP, rc == -EACCES ? RDMAP_ET_PROT : RDMAP_ET_OP,
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}
-	qp->rq_head++;
+	qp->rx_have_cur = false;
 	qp->rx_mo = 0;
 	qp->rx_send_msn++;
 	qp_count(qp, UIW_RDMAP_C_rx_send);
@@ -119,7 +119,7 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x03, u, s, false, "Send with an unexpected MSN");
 	if (s->mo != qp->rx_mo)
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Send with an unexpected MO");
-	if (qp->rq_head == qp->rq_tail)
+	if (!qp->rx_have_cur && (qp->srq != NULL ? qp->srq->head == qp->srq->tail : qp->rq_head == qp->rq_tail))
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x02, u, s, false, "Send with no receive posted");
 	if ((op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) && s->mo == 0) {
 		/* Checked before the first octet is placed; done when the message is whole. */
@@ -129,13 +129,15 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 			return term(qp, UIW_TERM_LAYER_RDMAP, mr != NULL && mr->valid ? RDMAP_ET_PROT : RDMAP_ET_OP,
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}
-	const struct uiw_recv_wr *r = &qp->rq[qp->rq_head % qp->rq_cap];
+	if (!qp->rx_have_cur)
+		qp_take_recv(qp);   /* the first segment claims the receive */
+	const struct uiw_recv_wr *r = &qp->rx_cur;
 
 	if (uiw_ddp_place(u, s->hdr_len, s->len, r->sg, r->nsge, qp->rx_mo) != 0) {
 		struct uiw_wc wc = { .wr_id = r->wr_id, .status = UIW_WC_LOC_LEN_ERR, .op = UIW_WC_RECV,
 				     .qp_num = qp->qp_num };
 
-		qp->rq_head++;
+		qp->rx_have_cur = false;
 		qp_cq_push(qp->rcq, &wc);
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x05, u, s, false, "Send longer than the receive buffer");
 	}

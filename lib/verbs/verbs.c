@@ -122,6 +122,7 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -145,6 +146,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->ops.req_notify_cq = op_req_notify_cq;
 	ctx->ops.post_send = op_post_send;
 	ctx->ops.post_recv = op_post_recv;
+	ctx->ops.post_srq_recv = op_post_srq_recv;
 	return ctx;
 }
 
@@ -436,10 +438,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct uiw_qp_v *q;
 
 	if (attr->qp_type != IBV_QPT_RC || attr->send_cq == NULL || attr->recv_cq == NULL ||
-	    attr->srq != NULL || attr->cap.max_send_sge > UIW_MAX_SGE ||
+	    attr->cap.max_send_sge > UIW_MAX_SGE ||
 	    attr->cap.max_recv_sge > UIW_MAX_SGE || attr->cap.max_send_wr > 32768 ||
 	    attr->cap.max_recv_wr > 32768) {
-		errno = attr->srq != NULL ? EOPNOTSUPP : EINVAL;
+		errno = EINVAL;
 		return NULL;
 	}
 	q = calloc(1, sizeof(*q));
@@ -453,6 +455,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.rq_size = attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1,
 		.send_cq = &((struct uiw_cq_v *)attr->send_cq)->core,
 		.recv_cq = &((struct uiw_cq_v *)attr->recv_cq)->core, .stags = &d->stags,
+		.srq = attr->srq != NULL ? &((struct uiw_srq_v *)attr->srq)->core : NULL,
 	};
 	if (uiw_qp_create(&q->core, &a) != 0) {
 		free(q);
@@ -462,7 +465,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	q->dev = d;
 	q->sig_all = attr->sq_sig_all != 0;
 	q->qp = (struct ibv_qp){ .context = pd->context, .qp_context = attr->qp_context, .pd = pd,
-				 .send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
+				 .send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
 				 .handle = a.qp_num, .qp_num = a.qp_num, .state = IBV_QPS_INIT,
 				 .qp_type = IBV_QPT_RC };
 	pthread_mutex_init(&q->qp.mutex, NULL);
@@ -516,22 +519,28 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct i
 }
 
 /* The SGEs of a work request, each within a region of this PD with @p access. */
-static int map_sges(struct uiw_qp_v *q, const struct ibv_sge *in, int n, struct uiw_sge *out,
-		    unsigned access)
+static int map_sges_pd(struct uiw_dev *d, struct ibv_pd *pd, const struct ibv_sge *in, int n,
+		       struct uiw_sge *out, unsigned access)
 {
 	if (n < 0 || n > UIW_MAX_SGE)
 		return EINVAL;
 	for (int i = 0; i < n; i++) {
-		struct uiw_mr *m = uiw_stag_find(&q->dev->stags, in[i].lkey);
+		struct uiw_mr *m = uiw_stag_find(&d->stags, in[i].lkey);
 		uint64_t a = in[i].addr;
 
-		if (m == NULL || !m->valid || m->pd != ((struct uiw_pd_v *)q->qp.pd)->pdn ||
+		if (m == NULL || !m->valid || m->pd != ((struct uiw_pd_v *)pd)->pdn ||
 		    (m->access & access) != access || a < (uintptr_t)m->addr ||
 		    a + in[i].length > (uintptr_t)m->addr + m->len)
 			return EINVAL;
 		out[i] = (struct uiw_sge){ (uint8_t *)(uintptr_t)a, in[i].length };
 	}
 	return 0;
+}
+
+static int map_sges(struct uiw_qp_v *q, const struct ibv_sge *in, int n, struct uiw_sge *out,
+		    unsigned access)
+{
+	return map_sges_pd(q->dev, q->qp.pd, in, n, out, access);
 }
 
 static int one_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr)
@@ -596,6 +605,77 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 		if (rc != 0) {
 			*bad = wr;
 			return rc == ENOTCONN ? EINVAL : rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- Shared receive queues. ---- */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct uiw_srq_v *s = calloc(1, sizeof(*s));
+
+	if (s == NULL || attr->attr.max_wr == 0 || attr->attr.max_wr > 32768 ||
+	    attr->attr.max_sge > UIW_MAX_SGE || uiw_srq_init(&s->core, attr->attr.max_wr) != 0) {
+		free(s);
+		errno = s == NULL ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	s->dev = ctx_dev(pd->context);
+	s->core.limit = attr->attr.srq_limit;
+	s->srq = (struct ibv_srq){ .context = pd->context, .srq_context = attr->srq_context, .pd = pd };
+	pthread_mutex_init(&s->srq.mutex, NULL);
+	pthread_cond_init(&s->srq.cond, NULL);
+	return &s->srq;
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
+
+	uiw_srq_fini(&s->core);
+	free(s);
+	return 0;
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
+
+	if (mask & IBV_SRQ_MAX_WR)
+		return EINVAL;   /* no resizing */
+	if (mask & IBV_SRQ_LIMIT) {
+		if (attr->srq_limit > s->core.cap)
+			return EINVAL;
+		s->core.limit = attr->srq_limit;
+	}
+	return 0;
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
+
+	attr->max_wr = s->core.cap;
+	attr->max_sge = UIW_MAX_SGE;
+	attr->srq_limit = s->core.limit;
+	return 0;
+}
+
+static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
+
+	for (; wr != NULL; wr = wr->next) {
+		struct uiw_recv_wr r = { .wr_id = wr->wr_id, .nsge = (unsigned)wr->num_sge };
+		int rc = map_sges_pd(s->dev, srq->pd, wr->sg_list, wr->num_sge, r.sg, UIW_ACCESS_LOCAL_WRITE);
+
+		if (rc == 0)
+			rc = uiw_errno(uiw_srq_post(&s->core, &r));
+		if (rc != 0) {
+			*bad = wr;
+			return rc;
 		}
 	}
 	return 0;

@@ -49,6 +49,12 @@ struct uiw_cq_v {
 	struct uiw_channel *ch;
 };
 
+struct uiw_srq_v {
+	struct ibv_srq srq;
+	struct uiw_srq core;
+	struct uiw_dev *dev;
+};
+
 struct uiw_cm_id;
 
 struct uiw_qp_v {

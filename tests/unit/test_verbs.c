@@ -22,6 +22,7 @@
 #define SZ 65536
 
 struct ep {
+	struct ibv_srq *srq;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
 	struct ibv_pd *pd;
@@ -32,6 +33,7 @@ struct ep {
 };
 
 static struct ep cli, srv;
+static bool use_srq;
 static struct rdma_cm_id *listen_id;
 
 static void setup(void)
@@ -50,6 +52,8 @@ static void ep_fini(struct ep *e)
 {
 	if (e->id != NULL && e->id->qp != NULL)
 		rdma_destroy_qp(e->id);
+	if (e->srq != NULL)
+		ibv_destroy_srq(e->srq);
 	if (e->mr != NULL)
 		ibv_dereg_mr(e->mr);
 	if (e->mr2 != NULL)
@@ -105,6 +109,13 @@ static void resources(struct ep *e, struct rdma_cm_id *id)
 	e->cq = ibv_create_cq(id->verbs, 64, e, e->cc, 0);
 	ck_assert_ptr_nonnull(e->cq);
 	qa.send_cq = qa.recv_cq = e->cq;
+	if (use_srq && e == &srv) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 2 } };
+
+		e->srq = ibv_create_srq(e->pd, &sa);
+		ck_assert_ptr_nonnull(e->srq);
+		qa.srq = e->srq;
+	}
 	ck_assert_int_eq(rdma_create_qp(id, e->pd, &qa), 0);
 	e->buf = calloc(1, 2 * SZ);
 	e->mr = ibv_reg_mr(e->pd, e->buf, SZ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -149,7 +160,8 @@ static void connect_pair(void)
 	struct ibv_sge sge = { (uintptr_t)srv.buf + 1000, 256, srv.mr->lkey };
 	struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &sge, .num_sge = 1 }, *bad_r;
 
-	ck_assert_int_eq(ibv_post_recv(srv.id->qp, &rw, &bad_r), 0);
+	ck_assert_int_eq(srv.srq != NULL ? ibv_post_srq_recv(srv.srq, &rw, &bad_r)
+					 : ibv_post_recv(srv.id->qp, &rw, &bad_r), 0);
 	cp.private_data = "welcome";
 	cp.private_data_len = 7;
 	ck_assert_int_eq(rdma_accept(srv.id, &cp), 0);
@@ -331,6 +343,45 @@ START_TEST(reject_with_private_data)
 }
 END_TEST
 
+/* A shared receive queue feeds the server's QP: receives are taken in posting order, and
+ * posting to the QP itself is refused. */
+START_TEST(shared_receive_queue)
+{
+	struct ibv_recv_wr *bad_r;
+	struct ibv_send_wr *bad;
+
+	use_srq = true;
+	connect_pair();
+	for (int k = 0; k < 3; k++) {
+		struct ibv_sge rs = { (uintptr_t)srv.buf + 3000 + 100 * k, 100, srv.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 200 + k, .sg_list = &rs, .num_sge = 1 };
+
+		ck_assert_int_eq(ibv_post_srq_recv(srv.srq, &rw, &bad_r), 0);
+	}
+	struct ibv_sge qs = { (uintptr_t)srv.buf, 8, srv.mr->lkey };
+	struct ibv_recv_wr qw = { .wr_id = 1, .sg_list = &qs, .num_sge = 1 };
+
+	ck_assert_int_eq(ibv_post_recv(srv.id->qp, &qw, &bad_r), EINVAL);
+	for (int k = 0; k < 4; k++) {
+		struct ibv_sge s = { (uintptr_t)cli.buf + k, 5, cli.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)k, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_SEND };
+
+		ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	}
+	/* The one posted before accept, then the three: 77, 200, 201, 202. */
+	static const uint64_t want[] = { 77, 200, 201, 202 };
+
+	for (int k = 0; k < 4; k++) {
+		struct ibv_wc wc = poll_one(srv.cq);
+
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, want[k]);
+	}
+	use_srq = false;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs");
@@ -339,6 +390,7 @@ int main(void)
 	tcase_add_test(tc, operations_through_the_api);
 	tcase_add_test(tc, errors_as_the_man_pages_say);
 	tcase_add_test(tc, reject_with_private_data);
+	tcase_add_test(tc, shared_receive_queue);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
