@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * uiwarp-perf: bandwidth and latency of Send, RDMA Write and RDMA Read over the verbs and
+ * rdma_cm API, between two instances here (--pair) or two processes on any configured
+ * port (--listen / --connect), in a perftest-like table or as CSV. One connection per
+ * size: the client's private data says the test, the server's answers with its buffer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rte_eal.h>
+
+#include "instance.h"
+#include "uiw_time.h"
+#include "uiw_verbs.h"
+
+#define BUF_MAX (1u << 20)
+#define DEPTH 64
+
+enum op { OP_SEND, OP_WRITE, OP_READ };
+
+struct opts {
+	struct app_mode m;
+	enum op op;
+	bool lat, csv;
+	uint32_t min_size, max_size;
+	unsigned iters;
+	unsigned link_wait_ms;
+};
+
+/* What the client asks for (private data of the Request) and the server answers. */
+struct hello {
+	uint32_t op, lat, size, iters;
+	uint64_t addr;
+	uint32_t rkey, pad;
+} __attribute__((packed));
+
+struct ep {
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct hello peer;
+	bool up, down;
+};
+
+static struct rdma_event_channel *cli_ch, *srv_ch;
+static struct rdma_cm_id *listen_id;
+static struct ep cli, srv;
+static const char *const op_names[] = { "Send", "RDMA Write", "RDMA Read" };
+
+static void die(const char *what)
+{
+	fprintf(stderr, "uiwarp-perf: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int ep_setup(struct ep *e, struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = DEPTH * 2, .max_recv_wr = DEPTH * 2,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	e->id = id;
+	/* Two halves: what is sent from, and where latency tests write back to. */
+	if (e->buf == NULL && (e->buf = calloc(2, BUF_MAX)) == NULL)
+		return -1;
+	e->pd = ibv_alloc_pd(id->verbs);
+	e->cq = e->pd != NULL ? ibv_create_cq(id->verbs, DEPTH * 4, NULL, NULL, 0) : NULL;
+	if (e->cq == NULL)
+		return -1;
+	qa.send_cq = qa.recv_cq = e->cq;
+	if (rdma_create_qp(id, e->pd, &qa) != 0)
+		return -1;
+	e->mr = ibv_reg_mr(e->pd, e->buf, 2 * BUF_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	return e->mr != NULL ? 0 : -1;
+}
+
+static void ep_teardown(struct ep *e)
+{
+	if (e->id != NULL) {
+		rdma_destroy_qp(e->id);
+		if (e->id != listen_id)
+			rdma_destroy_id(e->id);
+	}
+	if (e->mr != NULL)
+		ibv_dereg_mr(e->mr);
+	if (e->cq != NULL)
+		ibv_destroy_cq(e->cq);
+	if (e->pd != NULL)
+		ibv_dealloc_pd(e->pd);
+	e->id = NULL;
+	e->mr = NULL;
+	e->cq = NULL;
+	e->pd = NULL;
+	e->up = e->down = false;
+}
+
+static int post_recv(struct ep *e, uint32_t size, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)e->buf, size, e->mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(e->id->qp, &w, &bad);
+}
+
+/* @p off: where in both buffers (0, or BUF_MAX for the write-back half). */
+static int post_op(struct ep *e, enum op op, uint32_t size, bool signaled, uint64_t id, uint32_t off)
+{
+	struct ibv_sge s = { (uintptr_t)e->buf + off, size, e->mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1,
+				 .send_flags = signaled ? IBV_SEND_SIGNALED : 0 }, *bad;
+
+	w.opcode = op == OP_SEND ? IBV_WR_SEND : op == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	w.wr.rdma.remote_addr = e->peer.addr + off;
+	w.wr.rdma.rkey = e->peer.rkey;
+	if (op == OP_READ)
+		w.send_flags = IBV_SEND_SIGNALED;
+	return ibv_post_send(e->id->qp, &w, &bad);
+}
+
+static uint32_t srv_seq;
+
+static void take_hello(const struct rdma_cm_event *ev, struct hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (ev->param.conn.private_data_len >= sizeof(*h))
+		memcpy(h, ev->param.conn.private_data, sizeof(*h));
+}
+
+static void srv_event(struct rdma_cm_event *ev)
+{
+	struct hello h;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST: {
+		take_hello(ev, &srv.peer);
+		if (ep_setup(&srv, ev->id) != 0)
+			die("server resources");
+		for (unsigned i = 0; srv.peer.op == OP_SEND && i < DEPTH * 2; i++)
+			post_recv(&srv, srv.peer.size, i);
+		h = (struct hello){ .addr = (uintptr_t)srv.buf, .rkey = srv.mr->rkey };
+		struct rdma_conn_param cp = { .private_data = &h, .private_data_len = sizeof(h),
+					      .responder_resources = 16, .initiator_depth = 16 };
+
+		srv_seq = 0;
+		memset(srv.buf, 0, 2 * BUF_MAX);
+		if (rdma_accept(ev->id, &cp) != 0)
+			die("rdma_accept");
+		break;
+	}
+	case RDMA_CM_EVENT_ESTABLISHED:
+		srv.up = true;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rdma_ack_cm_event(ev);
+		ep_teardown(&srv);
+		return;
+	default:
+		break;
+	}
+	rdma_ack_cm_event(ev);
+}
+
+static void cli_event(struct rdma_cm_event *ev, const struct hello *ask)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(ev->id, 2000) != 0)
+			die("rdma_resolve_route");
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+		struct hello h = *ask;
+		struct rdma_conn_param cp = { .private_data = &h, .private_data_len = sizeof(h),
+					      .responder_resources = 16, .initiator_depth = 16 };
+
+		if (ep_setup(&cli, ev->id) != 0)
+			die("client resources");
+		h.addr = (uintptr_t)cli.buf;
+		h.rkey = cli.mr->rkey;
+		if (rdma_connect(ev->id, &cp) != 0)
+			die("rdma_connect");
+		break;
+	}
+	case RDMA_CM_EVENT_ESTABLISHED:
+		take_hello(ev, &cli.peer);
+		cli.up = true;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		cli.down = true;
+		break;
+	default:
+		fprintf(stderr, "uiwarp-perf: %s (status %d)\n", rdma_event_str(ev->event), ev->status);
+		exit(1);
+	}
+	rdma_ack_cm_event(ev);
+}
+
+/* The server's side of a test: re-post receives, echo Sends, answer Writes. */
+static void srv_work(void)
+{
+	struct ibv_wc wc[DEPTH];
+	int n;
+
+	if (srv.cq == NULL || !srv.up)
+		return;
+	n = ibv_poll_cq(srv.cq, DEPTH, wc);
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].opcode != IBV_WC_RECV)
+			continue;
+		post_recv(&srv, srv.peer.size, wc[i].wr_id);
+		if (srv.peer.lat)
+			post_op(&srv, OP_SEND, srv.peer.size, false, 0, 0);
+	}
+	if (srv.peer.lat && srv.peer.op == OP_WRITE && srv.peer.size > 0 &&
+	    srv.buf[srv.peer.size - 1] == (uint8_t)(srv_seq + 1)) {
+		srv_seq++;
+		srv.buf[BUF_MAX + srv.peer.size - 1] = (uint8_t)srv_seq;
+		post_op(&srv, OP_WRITE, srv.peer.size, false, 0, BUF_MAX);
+	}
+}
+
+static void progress(const struct hello *ask)
+{
+	struct rdma_cm_event *ev;
+
+	if (srv_ch != NULL && rdma_get_cm_event(srv_ch, &ev) == 0)
+		srv_event(ev);
+	if (cli_ch != NULL && rdma_get_cm_event(cli_ch, &ev) == 0)
+		cli_event(ev, ask);
+	srv_work();
+	if (srv_ch == NULL || cli_ch == NULL)
+		uiw_verbs_progress();
+}
+
+static int poll_cli(struct ibv_wc *wc, int n, const struct hello *ask)
+{
+	int k = ibv_poll_cq(cli.cq, n, wc);
+
+	for (int i = 0; i < k; i++)
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "uiwarp-perf: work request failed: status %d\n", wc[i].status);
+			exit(1);
+		}
+	progress(ask);
+	return k;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct result {
+	double gbps, mpps, avg_us, p50_us, p99_us;
+};
+
+static void run_bw(const struct opts *o, const struct hello *ask, struct result *r)
+{
+	struct ibv_wc wc[DEPTH];
+	unsigned posted = 0, done = 0;
+	uint64_t t0 = uiw_now_ns();
+
+	while (done < o->iters) {
+		while (posted < o->iters && posted - done < DEPTH) {
+			if (post_op(&cli, o->op, ask->size, true, posted, 0) != 0)
+				break;
+			posted++;
+		}
+		done += (unsigned)poll_cli(wc, DEPTH, ask);
+	}
+	double s = (double)(uiw_now_ns() - t0) / 1e9;
+
+	r->gbps = (double)ask->size * o->iters * 8 / s / 1e9;
+	r->mpps = o->iters / s / 1e6;
+}
+
+/* One round trip (Send: echoed; Write: written back; Read: one Read). @return its ns. */
+static uint64_t one_rtt(const struct opts *o, const struct hello *ask, uint32_t seq)
+{
+	struct ibv_wc wc[4];
+	uint64_t t0 = uiw_now_ns();
+	uint32_t want = o->op == OP_SEND ? 2 : 1;
+
+	if (o->op == OP_SEND)
+		post_recv(&cli, ask->size, 0);
+	if (o->op == OP_WRITE)
+		cli.buf[ask->size - 1] = (uint8_t)seq;
+	post_op(&cli, o->op, ask->size, o->op != OP_WRITE, seq, 0);
+	if (o->op == OP_WRITE) {
+		/* The server writes the same size back into our second half. */
+		while (*(volatile uint8_t *)&cli.buf[BUF_MAX + ask->size - 1] != (uint8_t)seq)
+			poll_cli(wc, 4, ask);
+		return uiw_now_ns() - t0;
+	}
+	for (uint32_t got = 0; got < want;)
+		got += (uint32_t)poll_cli(wc, 4, ask);
+	return uiw_now_ns() - t0;
+}
+
+static void run_lat(const struct opts *o, const struct hello *ask, struct result *r)
+{
+	uint64_t *t = calloc(o->iters, sizeof(*t)), sum = 0;
+
+	if (t == NULL)
+		die("memory");
+	for (unsigned i = 0; i < o->iters; i++) {
+		t[i] = one_rtt(o, ask, i + 1);
+		/* Write and Send are round trips: half is the one-way figure, as perftest. */
+		if (o->op != OP_READ)
+			t[i] /= 2;
+		sum += t[i];
+	}
+	qsort(t, o->iters, sizeof(*t), cmp_u64);
+	r->avg_us = (double)sum / o->iters / 1e3;
+	r->p50_us = (double)t[o->iters / 2] / 1e3;
+	r->p99_us = (double)t[(size_t)o->iters * 99 / 100] / 1e3;
+	free(t);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: uiwarp-perf [--config FILE] [--set K=V]... MODE [options]\n"
+		"  MODE: --pair (two instances over a ring pair here) | --listen PORT |\n"
+		"        --connect IP:PORT\n"
+		"  --op send|write|read   the operation (default write)\n"
+		"  --lat                  latency (one-way for Send and Write ping-pong, Read\n"
+		"                         round trip) instead of bandwidth\n"
+		"  --size N | --sizes MIN:MAX   message sizes (powers of two; default 2:1048576)\n"
+		"  --iters N              per size (default 1000 for bandwidth, 10000 for latency)\n"
+		"  --csv                  CSV instead of the table\n"
+		"  --link-wait MS         wait for the port's link (default 10000)\n");
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		APP_MODE_OPTIONS,
+		{ "op", required_argument, NULL, 'o' }, { "lat", no_argument, NULL, 'L' },
+		{ "size", required_argument, NULL, 's' }, { "sizes", required_argument, NULL, 'S' },
+		{ "iters", required_argument, NULL, 'n' }, { "csv", no_argument, NULL, 'C' },
+		{ "link-wait", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		int handled = app_mode_option(&o->m, opt, optarg);
+
+		if (handled < 0)
+			return -1;
+		if (handled)
+			continue;
+		switch (opt) {
+		case 'o':
+			o->op = strcmp(optarg, "send") == 0 ? OP_SEND : strcmp(optarg, "read") == 0 ? OP_READ : OP_WRITE;
+			break;
+		case 'L': o->lat = true; break;
+		case 's': o->min_size = o->max_size = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'S':
+			if (sscanf(optarg, "%u:%u", &o->min_size, &o->max_size) != 2)
+				return -1;
+			break;
+		case 'n': o->iters = (unsigned)atoi(optarg); break;
+		case 'C': o->csv = true; break;
+		case 'w': o->link_wait_ms = (unsigned)atoi(optarg); break;
+		default: usage(); return -1;
+		}
+	}
+	if (!app_mode_valid(&o->m) || o->min_size == 0 || o->max_size > BUF_MAX ||
+	    o->min_size > o->max_size) {
+		usage();
+		return -1;
+	}
+	if (o->iters == 0)
+		o->iters = o->lat ? 10000 : 1000;
+	return 0;
+}
+
+static void wait_for(bool *flag, const struct hello *ask)
+{
+	uint64_t end = uiw_now_ns() + 10 * UIW_NS_PER_S;
+
+	while (!*flag) {
+		if (uiw_now_ns() > end) {
+			fprintf(stderr, "uiwarp-perf: timed out waiting for the connection\n");
+			exit(1);
+		}
+		if (cli.cq != NULL) {
+			struct ibv_wc wc[4];
+
+			ibv_poll_cq(cli.cq, 4, wc);
+		}
+		progress(ask);
+	}
+}
+
+/* One size: connect, measure, disconnect. */
+static void one_size(const struct opts *o, uint32_t ip, uint16_t port, uint32_t size)
+{
+	struct hello ask = { .op = o->op, .lat = o->lat, .size = size, .iters = o->iters };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(ip) };
+	struct rdma_cm_id *id;
+	struct result r = { 0 };
+
+	if (rdma_create_id(cli_ch, &id, NULL, RDMA_PS_TCP) != 0 ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&sa, 2000) != 0)
+		die("rdma_resolve_addr");
+	wait_for(&cli.up, &ask);
+	memset(cli.buf + BUF_MAX, 0, BUF_MAX);
+	if (o->lat)
+		run_lat(o, &ask, &r);
+	else
+		run_bw(o, &ask, &r);
+	if (o->csv)
+		printf("%s,%s,%u,%u,%.3f,%.4f,%.2f,%.2f,%.2f\n", op_names[o->op], o->lat ? "lat" : "bw",
+		       size, o->iters, r.gbps, r.mpps, r.avg_us, r.p50_us, r.p99_us);
+	else if (o->lat)
+		printf(" %-9u %-12u %-12.2f %-12.2f %-12.2f\n", size, o->iters, r.avg_us, r.p50_us, r.p99_us);
+	else
+		printf(" %-9u %-12u %-18.3f %-12.4f\n", size, o->iters, r.gbps, r.mpps);
+	rdma_disconnect(cli.id);
+	wait_for(&cli.down, &ask);
+	ep_teardown(&cli);
+}
+
+static void open_devices(const struct opts *o, struct uiw_config *cfg, struct app_instance *a,
+			 struct app_instance *b)
+{
+	struct uiw_mpa *ma, *mb;
+
+	if (o->m.pair ? app_open_pair(cfg, a, b, "perf") != 0
+		      : app_instance_open(a, cfg, UINT16_MAX, o->link_wait_ms) != 0)
+		exit(1);
+	if (uiw_mpa_create(&ma, a->tcp, a->port.pool) != 0 ||
+	    uiw_verbs_add_device(&a->net, a->tcp, ma, cfg) != 0)
+		exit(1);
+	if (o->m.pair && (uiw_mpa_create(&mb, b->tcp, b->port.pool) != 0 ||
+			  uiw_verbs_add_device(&b->net, b->tcp, mb, cfg) != 0))
+		exit(1);
+}
+
+static struct rdma_event_channel *nonblocking_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (ch == NULL || fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) != 0)
+		die("event channel");
+	return ch;
+}
+
+int main(int argc, char **argv)
+{
+	static struct app_instance a, b;
+	struct opts o = { .op = OP_WRITE, .min_size = 2, .max_size = BUF_MAX, .link_wait_ms = 10000 };
+	struct uiw_config cfg;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (app_load_config(&cfg, &argc, argv) != 0 || parse_args(argc, argv, &o) != 0)
+		return 2;
+	if (!o.m.pair && (cfg.port[0] == '\0' || cfg.ip == 0)) {
+		fprintf(stderr, "--listen and --connect need port= and ip= in the configuration\n");
+		return 2;
+	}
+	if (uiw_eal_init(&cfg, argv[0]) != 0)
+		return 2;
+	open_devices(&o, &cfg, &a, &b);
+	uint16_t port = o.m.pair ? 18515 : o.m.listen_port ? o.m.listen_port : o.m.connect_port;
+
+	if (o.m.pair || o.m.listen_port) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+					  .sin_addr.s_addr = htonl(o.m.pair ? APP_PAIR_IP_B : cfg.ip) };
+
+		srv_ch = nonblocking_channel();
+		if (rdma_create_id(srv_ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
+		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 || rdma_listen(listen_id, 4) != 0)
+			die("listen");
+	}
+	if (o.m.listen_port) {
+		printf("uiwarp-perf: listening on port %u\n", port);
+		for (;;)
+			progress(NULL);
+	}
+	cli_ch = nonblocking_channel();
+	if (!o.csv)
+		printf("%s %s over uiwarp (%s)\n %-9s %-12s %s\n", op_names[o.op], o.lat ? "latency" : "bandwidth",
+		       o.m.pair ? "two instances on a ring pair in one thread" : "to the peer",
+		       "#bytes", "#iterations",
+		       o.lat ? "t_avg[us]    t_p50[us]    t_p99[us]" : "BW average[Gb/s]   MsgRate[Mpps]");
+	else
+		printf("op,test,bytes,iterations,gbps,mpps,avg_us,p50_us,p99_us\n");
+	for (uint32_t size = o.min_size; size <= o.max_size; size *= 2)
+		one_size(&o, o.m.pair ? APP_PAIR_IP_B : o.m.connect_ip, port, size);
+	return 0;
+}
