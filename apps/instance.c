@@ -147,3 +147,18 @@ bool app_mode_valid(const struct app_mode *m)
 {
 	return !m->pair + !m->listen_port + !m->connect_ip == 2;
 }
+
+int app_next_option(int argc, char **argv, const struct option *longopts, struct app_mode *m)
+{
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		int handled = app_mode_option(m, opt, optarg);
+
+		if (handled < 0)
+			return APP_OPT_ERROR;
+		if (!handled)
+			return opt;
+	}
+	return -1;
+}

@@ -3,6 +3,8 @@
 #ifndef UIW_APP_INSTANCE_H
 #define UIW_APP_INSTANCE_H
 
+#include <getopt.h>
+
 #include "net.h"
 #include "tcp.h"
 #include "uiw_config.h"
@@ -59,6 +61,13 @@ struct app_mode {
 
 /** Takes a mode option. @return 1 when taken, 0 when not a mode option, -1 on error. */
 int app_mode_option(struct app_mode *m, int opt, const char *arg);
+
+/**
+ * getopt_long() with the mode options taken here. @return the next other option, -1 at
+ * the end, or APP_OPT_ERROR when a mode option was malformed.
+ */
+#define APP_OPT_ERROR (-2)
+int app_next_option(int argc, char **argv, const struct option *longopts, struct app_mode *m);
 
 /** Exactly one mode was given. */
 bool app_mode_valid(const struct app_mode *m);

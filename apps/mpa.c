@@ -82,13 +82,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		int handled = app_mode_option(&o->m, opt, optarg);
-
-		if (handled < 0)
-			return -1;
-		if (handled)
-			continue;
+	while ((opt = app_next_option(argc, argv, longopts, &o->m)) != -1) {
 		switch (opt) {
 		case 's': o->sends = (unsigned)atoi(optarg); break;
 		case 'z': o->size = (unsigned)atoi(optarg); break;

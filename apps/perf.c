@@ -357,13 +357,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		int handled = app_mode_option(&o->m, opt, optarg);
-
-		if (handled < 0)
-			return -1;
-		if (handled)
-			continue;
+	while ((opt = app_next_option(argc, argv, longopts, &o->m)) != -1) {
 		switch (opt) {
 		case 'o':
 			o->op = strcmp(optarg, "send") == 0 ? OP_SEND : strcmp(optarg, "read") == 0 ? OP_READ : OP_WRITE;

@@ -338,13 +338,7 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		int handled = app_mode_option(&o->m, opt, optarg);
-
-		if (handled < 0)
-			return -1;
-		if (handled)
-			continue;
+	while ((opt = app_next_option(argc, argv, longopts, &o->m)) != -1) {
 		switch (opt) {
 		case 's': p->bytes = strtoull(optarg, NULL, 0); p->client_role = ROLE_SOURCE;
 			p->server_role = ROLE_SOURCE; break;
