@@ -240,6 +240,8 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 
 	if (c->state == CM_LISTEN && c->dev != NULL)
 		uiw_mpa_unlisten(c->dev->mpa, c->port);
+	if (id->qp != NULL)
+		((struct uiw_qp_v *)id->qp)->cm = NULL;   /* the QP outlives the id */
 	if (c->conn != NULL) {
 		uiw_mpa_set_user(c->conn, NULL, NULL);
 		uiw_mpa_abort(c->conn, "rdma_destroy_id");
@@ -424,7 +426,13 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	if (qp == NULL)
 		return -1;
 	id->qp = qp;
+	((struct uiw_qp_v *)qp)->cm = (struct uiw_cm_id *)id;
 	return 0;
+}
+
+void uiw_cm_forget_qp(struct uiw_cm_id *c)
+{
+	c->id.qp = NULL;
 }
 
 void rdma_destroy_qp(struct rdma_cm_id *id)

@@ -483,6 +483,8 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
 
+	if (q->cm != NULL)
+		uiw_cm_forget_qp(q->cm);   /* its connection must not reach a freed QP */
 	uiw_qp_destroy(q->core);
 	free(q);
 	return 0;

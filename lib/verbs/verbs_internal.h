@@ -77,4 +77,7 @@ struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
 int uiw_errno(int rc);
 struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp);
 
+/* cma.c: the id a QP was created on forgets it (ibv_destroy_qp on an rdma_cm QP). */
+void uiw_cm_forget_qp(struct uiw_cm_id *c);
+
 #endif

@@ -262,6 +262,9 @@ START_TEST(operations_through_the_api)
 	w.opcode = IBV_WR_SEND;
 	ck_assert_int_ne(ibv_post_send(cli.id->qp, &w, &bad), 0);
 	ck_assert_ptr_eq(bad, &w);
+	/* A QP made by rdma_create_qp may go through ibv_destroy_qp: the id forgets it. */
+	ck_assert_int_eq(ibv_destroy_qp(srv.id->qp), 0);
+	ck_assert_ptr_null(srv.id->qp);
 }
 END_TEST
 
