@@ -52,6 +52,11 @@ def setup():
     # frames whose checksum is not filled in. Turn that off on the kernel's side.
     sh("ip", "netns", "exec", NS_K, "ethtool", "-K", "vk", "tx", "off")
     sh("ip", "netns", "exec", NS_S, "ethtool", "-K", "vs", "tx", "off")
+    # Each transfer on its own: no RTT or ssthresh carried over from the last one to the
+    # same address (tcp_metrics), and the same congestion control wherever this runs.
+    sh("ip", "netns", "exec", NS_K, "sysctl", "-q", "net.ipv4.tcp_no_metrics_save=1")
+    sh("ip", "netns", "exec", NS_K, "sysctl", "-q", "net.ipv4.tcp_congestion_control=cubic",
+       check=False)
 
 
 def cleanup():
@@ -86,9 +91,18 @@ def run_pair(name, server_cmd, client_cmd, sent_by, timeout):
             cli = subprocess.run(client_cmd, capture_output=True, text=True, timeout=timeout)
             srv.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
-            return False, f"{name}: timed out after {timeout} s"
+            # For whoever reads this at 3 a.m.: Linux's view of the connection, and
+            # uiwarp's counters (it prints them on SIGTERM).
+            ss = sh("ip", "netns", "exec", NS_K, "ss", "-tni", check=False).stdout
+            srv.terminate()
+            try:
+                srv.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+            slog.seek(0)
+            return False, (f"{name}: timed out after {timeout} s\n--- Linux: ss -tni ---\n{ss}"
+                           f"\n--- server ---\n{slog.read()[-3000:]}")
         slog.seek(0)
         sout = slog.read()
     out_c = cli.stdout + cli.stderr
