@@ -123,9 +123,7 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 		for (unsigned i = 1; i <= k; i++)
 			len += iov[i].len;
 		hdr_fill(hdr, arg, tx->off, tx->off + len == total);
-		if (!uiw_mpa_can_send(c, hdr_len + len))
-			return 0;
-		int rc = uiw_mpa_send(c, iov, 1 + k);
+		int rc = uiw_mpa_send(c, iov, 1 + k);   /* -ENOBUFS: no room, nothing sent */
 
 		if (rc == -ENOBUFS)
 			return 0;

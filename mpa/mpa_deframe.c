@@ -42,18 +42,6 @@ void uiw_mpa_deframer_fini(struct uiw_mpa_deframer *d)
 	d->scratch = NULL;
 }
 
-const char *uiw_mpa_rx_name(enum uiw_mpa_rx r)
-{
-	switch (r) {
-	case UIW_MPA_RX_OK: return "ok";
-	case UIW_MPA_RX_STOPPED: return "stopped";
-	case UIW_MPA_RX_CRC: return "CRC error";
-	case UIW_MPA_RX_MARKER: return "Marker does not point to the FPDU";
-	case UIW_MPA_RX_NOMEM: return "no memory";
-	}
-	return "?";
-}
-
 size_t uiw_mpa_ulpdu_copy(const struct uiw_mpa_ulpdu *u, size_t off, void *dst, size_t n)
 {
 	size_t done = 0;

@@ -72,6 +72,4 @@ enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbu
  *  alive and says so by calling this). Frees what is held. */
 void uiw_mpa_deframer_stop(struct uiw_mpa_deframer *d);
 
-const char *uiw_mpa_rx_name(enum uiw_mpa_rx r);
-
 #endif

@@ -162,9 +162,6 @@ extern const struct uiw_mpa_ops uiw_qp_mpa_ops;
 int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr);
 int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr);
 
-/** Sends what can be sent now (called on writable; cheap when there is nothing). */
-void uiw_qp_progress(struct uiw_qp *qp);
-
 /** Orderly close: after what is queued, FIN; flushes what is left. */
 void uiw_qp_disconnect(struct uiw_qp *qp);
 

@@ -244,12 +244,6 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 	return 0;
 }
 
-void uiw_qp_progress(struct uiw_qp *qp)
-{
-	if (qp->conn != NULL)
-		qp_pump(qp);
-}
-
 void uiw_qp_disconnect(struct uiw_qp *qp)
 {
 	if (qp->conn == NULL || qp->state != UIW_QPS_RTS)

@@ -249,7 +249,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 		return NULL;
 	}
 	m->m = uiw_stag_register(&d->stags, ((struct uiw_pd_v *)pd)->pdn, addr, length,
-				 (uintptr_t)addr, (unsigned)access & 7u, (uint8_t)(uintptr_t)m);
+				 (uintptr_t)addr, (unsigned)access & 7u, d->next_key++);
 	if (m->m == NULL) {
 		free(m);
 		errno = ENOMEM;
