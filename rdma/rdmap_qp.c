@@ -173,13 +173,13 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 {
 	if (wr->nsge > UIW_MAX_SGE || (wr->op == UIW_WR_READ && wr->nsge != 1))
 		return -EINVAL;
-	if (qp->state == UIW_QPS_ERROR || qp->state == UIW_QPS_TERMINATE)
-		return -ENOTCONN;
 	if (qp->sq_tail - qp->sq_comp == qp->sq_cap)
 		return -ENOMEM;
 	qp->sq[qp->sq_tail++ % qp->sq_cap] = (struct sq_entry){ .wr = *wr };
 	if (qp->state == UIW_QPS_RTS)
 		qp_pump(qp);
+	else if (qp->state == UIW_QPS_ERROR)
+		flush(qp);   /* a WR posted in ERROR completes at once, flushed (as siw does) */
 	return 0;
 }
 
@@ -236,11 +236,11 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 {
 	if (wr->nsge > UIW_MAX_SGE || qp->srq != NULL)
 		return -EINVAL;
-	if (qp->state == UIW_QPS_ERROR)
-		return -ENOTCONN;
 	if (qp->rq_tail - qp->rq_head == qp->rq_cap)
 		return -ENOMEM;
 	qp->rq[qp->rq_tail++ % qp->rq_cap] = *wr;
+	if (qp->state == UIW_QPS_ERROR)
+		flush(qp);
 	return 0;
 }
 

@@ -143,6 +143,24 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 	return done;
 }
 
+/*
+ * The length of the record that starts at @p seq (up to the next record start), at most
+ * @p max; 0 when @p seq is not a record start (plain stream data, or a record already cut).
+ */
+static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max)
+{
+	uint64_t record = c->tcp->record_flag;
+	uint32_t mseq, n;
+	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
+
+	if (m == NULL || seq != mseq || !(m->ol_flags & record))
+		return 0;
+	n = m->data_len;
+	for (m = m->next; m != NULL && n < max && !(m->ol_flags & record); m = m->next)
+		n += m->data_len;
+	return u32_min(n, max);
+}
+
 /* RFC 9293 §3.8.6.2.2: the right edge never moves left; SWS avoided by the scale. */
 static uint16_t adv_window(struct uiw_tcp_conn *c)
 {
@@ -382,6 +400,14 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 			room = seq_min(rwnd_end, cwnd_end) - c->snd_nxt;
 		}
 		len = u32_min(u32_min((uint32_t)c->mss, room), end - c->snd_nxt);
+		/* RFC 5044 §8: an MPA-aware sender keeps each FPDU in one segment. When the
+		 * window cuts a record short and an ACK is still to come, wait for it rather
+		 * than split the record (with nothing in flight, split: waiting could stall). */
+		if (len < c->mss && c->snd_nxt != c->snd_una &&
+		    sndq_record_len(c, c->snd_nxt, c->mss) > len) {
+			tcp_count(c->tcp, UIW_TCP_C_tx_record_wait);
+			break;
+		}
 		n = tcp_send_segment(c, c->snd_nxt, len,
 				     (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0);
 		if (n == -ENOMEM && c->t_rexmt == 0) {

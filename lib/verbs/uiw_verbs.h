@@ -31,4 +31,10 @@ void uiw_verbs_remove_devices(void);
 /** One poll pass over every device: receive, timers, MPA timeouts, transmit. */
 void uiw_verbs_progress(void);
 
+struct ibv_qp;
+struct uiw_qp;
+
+/** The RDMAP QP behind a verbs QP (its counters, its Terminates, its MPA connection). */
+struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp);
+
 #endif

@@ -138,7 +138,11 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx = &c->vctx.context;
 	ctx->device = device;
 	ctx->cmd_fd = -1;
-	ctx->async_fd = -1;
+	ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+	if (ctx->async_fd < 0) {
+		free(c);
+		return NULL;
+	}
 	ctx->num_comp_vectors = 1;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&ctx->mutex, NULL);
@@ -152,9 +156,112 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 int ibv_close_device(struct ibv_context *context)
 {
+	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
 	free((char *)context - offsetof(struct uiw_ctx, vctx.context));
 	return 0;
+}
+
+/* ---- Asynchronous events (ibv_get_async_event(3)). ---- */
+
+static void async_push(struct ibv_context *context, const struct ibv_async_event *ev)
+{
+	struct uiw_ctx *c = ctx_of(context);
+	uint64_t one = 1;
+
+	if (c->async_tail - c->async_head == ASYNC_EVENTS) {
+		c->async_lost++;
+		return;
+	}
+	c->async[c->async_tail++ % ASYNC_EVENTS] = *ev;
+	if (write(context->async_fd, &one, sizeof(one)) != sizeof(one))
+		return;
+}
+
+/* An object is going away: its queued events must not reach the application. */
+static void async_forget(struct ibv_context *context, const void *obj)
+{
+	struct uiw_ctx *c = ctx_of(context);
+	unsigned keep = c->async_head;
+
+	for (unsigned i = c->async_head; i != c->async_tail; i++) {
+		struct ibv_async_event *e = &c->async[i % ASYNC_EVENTS];
+
+		if (e->element.qp != obj)   /* the union's members are all pointers */
+			c->async[keep++ % ASYNC_EVENTS] = *e;
+	}
+	c->async_tail = keep;
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct uiw_ctx *c = ctx_of(context);
+	bool nonblock = (fcntl(context->async_fd, F_GETFL) & O_NONBLOCK) != 0;
+	uint64_t v;
+
+	while (c->async_head == c->async_tail) {
+		uiw_verbs_progress();
+		if (c->async_head == c->async_tail && nonblock) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	*event = c->async[c->async_head++ % ASYNC_EVENTS];
+	if (c->async_head == c->async_tail && read(context->async_fd, &v, sizeof(v)) < 0)
+		v = 0;
+	return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	(void)event;   /* nothing waits for acknowledgements: destroy drops pending events */
+}
+
+const char *ibv_event_type_str(enum ibv_event_type event)
+{
+	static const char *const names[] = {
+		[IBV_EVENT_CQ_ERR] = "CQ error", [IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
+		[IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+		[IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+		[IBV_EVENT_COMM_EST] = "communication established", [IBV_EVENT_SQ_DRAINED] = "send queue drained",
+		[IBV_EVENT_PATH_MIG] = "path migrated", [IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
+		[IBV_EVENT_DEVICE_FATAL] = "local catastrophic error", [IBV_EVENT_PORT_ACTIVE] = "port active",
+		[IBV_EVENT_PORT_ERR] = "port error", [IBV_EVENT_LID_CHANGE] = "LID change",
+		[IBV_EVENT_PKEY_CHANGE] = "P_Key change", [IBV_EVENT_SM_CHANGE] = "SM change",
+		[IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error", [IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+		[IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached", [IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
+		[IBV_EVENT_GID_CHANGE] = "GID table change", [IBV_EVENT_WQ_FATAL] = "WQ fatal",
+	};
+
+	if ((unsigned)event < sizeof(names) / sizeof(names[0]) && names[event] != NULL)
+		return names[event];
+	return "unknown";
+}
+
+const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+	static const char *const names[] = {
+		[IBV_WC_SUCCESS] = "success", [IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error", [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+		[IBV_WC_MW_BIND_ERR] = "memory management operation error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response error", [IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IBV_WC_REM_ACCESS_ERR] = "remote access error", [IBV_WC_REM_OP_ERR] = "remote operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "aborted error", [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state", [IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error", [IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error", [IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+	};
+
+	if ((unsigned)status < sizeof(names) / sizeof(names[0]) && names[status] != NULL)
+		return names[status];
+	return "unknown";
 }
 
 struct ibv_context *uiw_dev_context(struct uiw_dev *d)
@@ -432,6 +539,29 @@ static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 /* ---- Queue pairs. ---- */
 
+/*
+ * The QP went to ERROR. A Terminate (either way) is an asynchronous event: one we sent for
+ * a protection error (RDMAP Remote Protection, DDP Tagged Buffer: RFC 5040 §4.8, RFC 5041
+ * §7.2) is an access violation, any other sent or received a fatal error. A close or a reset is the connection
+ * manager's to report (RDMA_CM_EVENT_DISCONNECTED).
+ */
+static void qp_error_event(void *arg, struct uiw_qp *core, const char *why)
+{
+	struct uiw_qp_v *q = arg;
+	const struct uiw_term_info *t = uiw_qp_term_tx(core);
+	struct ibv_async_event ev = { .element.qp = &q->qp, .event_type = IBV_EVENT_QP_FATAL };
+
+	(void)why;
+	if (t->valid && (t->layer == UIW_TERM_LAYER_RDMAP || t->layer == UIW_TERM_LAYER_DDP) &&
+	    t->etype == 1)
+		ev.event_type = IBV_EVENT_QP_ACCESS_ERR;
+	else if (!t->valid && !uiw_qp_term_rx(core)->valid)
+		return;
+	async_push(q->qp.context, &ev);
+}
+
+static const struct uiw_qp_events qp_events = { .error = qp_error_event };
+
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct uiw_dev *d = ctx_dev(pd->context);
@@ -456,6 +586,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.send_cq = &((struct uiw_cq_v *)attr->send_cq)->core,
 		.recv_cq = &((struct uiw_cq_v *)attr->recv_cq)->core, .stags = &d->stags,
 		.srq = attr->srq != NULL ? &((struct uiw_srq_v *)attr->srq)->core : NULL,
+		.events = &qp_events, .event_arg = q,
 	};
 	if (uiw_qp_create(&q->core, &a) != 0) {
 		free(q);
@@ -485,6 +616,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 
 	if (q->cm != NULL)
 		uiw_cm_forget_qp(q->cm);   /* its connection must not reach a freed QP */
+	async_forget(qp->context, qp);
 	uiw_qp_destroy(q->core);
 	free(q);
 	return 0;
@@ -588,7 +720,7 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 
 		if (rc != 0) {
 			*bad = wr;
-			return rc == ENOTCONN ? EINVAL : rc;
+			return rc;
 		}
 	}
 	return 0;
@@ -606,13 +738,23 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 			rc = uiw_errno(uiw_qp_post_recv(q->core, &r));
 		if (rc != 0) {
 			*bad = wr;
-			return rc == ENOTCONN ? EINVAL : rc;
+			return rc;
 		}
 	}
 	return 0;
 }
 
 /* ---- Shared receive queues. ---- */
+
+/* Fewer receives than the armed limit are left: one event, then the limit is disarmed. */
+static void srq_limit_event(void *arg, struct uiw_srq *core)
+{
+	struct uiw_srq_v *s = arg;
+	struct ibv_async_event ev = { .element.srq = &s->srq, .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+
+	(void)core;
+	async_push(s->srq.context, &ev);
+}
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
@@ -626,6 +768,8 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 	}
 	s->dev = ctx_dev(pd->context);
 	s->core.limit = attr->attr.srq_limit;
+	s->core.limit_reached = srq_limit_event;
+	s->core.limit_arg = s;
 	s->srq = (struct ibv_srq){ .context = pd->context, .srq_context = attr->srq_context, .pd = pd };
 	pthread_mutex_init(&s->srq.mutex, NULL);
 	pthread_cond_init(&s->srq.cond, NULL);
@@ -636,6 +780,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
+	async_forget(srq->context, srq);
 	uiw_srq_fini(&s->core);
 	free(s);
 	return 0;

@@ -23,9 +23,14 @@ struct uiw_dev {
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
 };
 
+#define ASYNC_EVENTS 256
+
 struct uiw_ctx {
 	struct verbs_context vctx;    /* ends with struct ibv_context, as rdma-core lays it out */
 	struct uiw_dev *dev;
+	struct ibv_async_event async[ASYNC_EVENTS];   /* for ibv_get_async_event() */
+	unsigned async_head, async_tail;
+	uint64_t async_lost;          /* events dropped because nobody took them */
 };
 
 struct uiw_pd_v {
@@ -66,9 +71,14 @@ struct uiw_qp_v {
 	struct uiw_cm_id *cm;
 };
 
+static inline struct uiw_ctx *ctx_of(struct ibv_context *c)
+{
+	return (struct uiw_ctx *)(void *)((char *)c - offsetof(struct verbs_context, context));
+}
+
 static inline struct uiw_dev *ctx_dev(struct ibv_context *c)
 {
-	return ((struct uiw_ctx *)(void *)((char *)c - offsetof(struct verbs_context, context)))->dev;
+	return ctx_of(c)->dev;
 }
 
 /* verbs.c */
@@ -76,7 +86,6 @@ struct ibv_context *uiw_dev_context(struct uiw_dev *d);
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip);
 struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
 int uiw_errno(int rc);
-struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp);
 
 /* cma.c: the id a QP was created on forgets it (ibv_destroy_qp on an rdma_cm QP). */
 void uiw_cm_forget_qp(struct uiw_cm_id *c);

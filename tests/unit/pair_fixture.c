@@ -2,17 +2,28 @@
 #include "pair_fixture.h"
 
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_common.h"
+#include "pcapw.h"
 #include "uiw_time.h"
 
 struct pair_side pair_a, pair_b;
 static struct pair_q q_ab, q_ba;
+static FILE *cap;
+static struct app_pcap cap_a, cap_b;
+
+/* The side of a port (port->user may belong to a capture wrapper). */
+static struct pair_side *side_of(struct uiw_port *port)
+{
+	return port == &pair_a.port ? &pair_a : &pair_b;
+}
 
 static uint16_t q_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct pair_side *s = port->user;
+	struct pair_side *s = side_of(port);
 	uint16_t k = 0;
 
 	while (k < n && s->txq->tail - s->txq->head < PAIR_Q_LEN) {
@@ -24,7 +35,7 @@ static uint16_t q_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 
 static uint16_t q_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct pair_side *s = port->user;
+	struct pair_side *s = side_of(port);
 	uint16_t k = 0;
 
 	while (k < n && s->rxq->head != s->rxq->tail) {
@@ -88,12 +99,30 @@ static void side_down(struct pair_side *s)
 	uiw_port_close(&s->port);
 }
 
+void pair_capture(const char *name)
+{
+	const char *dir = getenv("UIW_PAIR_PCAP_DIR");
+	char path[512];
+
+	if (dir == NULL || *dir == '\0' || cap != NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.pcap", dir, name);
+	cap = app_pcap_open(path);
+	ck_assert_msg(cap != NULL, "cannot write %s", path);
+	/* After the fault wrapper (attached at setup): the capture holds what the stack sent. */
+	app_pcap_attach(&cap_a, &pair_a.port, cap);
+	app_pcap_attach(&cap_b, &pair_b.port, cap);
+}
+
 void pair_teardown(void)
 {
 	side_down(&pair_a);
 	side_down(&pair_b);
 	q_drain(&q_ab);
 	q_drain(&q_ba);
+	if (cap != NULL)
+		fclose(cap);
+	cap = NULL;
 }
 
 void pair_poll(void)

@@ -39,6 +39,12 @@ void pair_setup_cfg(const struct uiw_config *cfg);
 void pair_setup(void);
 void pair_teardown(void);
 
+/**
+ * When UIW_PAIR_PCAP_DIR is set, writes every frame either side sends (before the fault
+ * wrapper drops any) to $UIW_PAIR_PCAP_DIR/@p name.pcap until pair_teardown().
+ */
+void pair_capture(const char *name);
+
 /** One poll pass of both sides plus MPA timeouts. */
 void pair_poll(void);
 

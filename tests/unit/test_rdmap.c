@@ -390,7 +390,16 @@ START_TEST(empty_rq_terminated)
 	ck_assert_uint_eq(uiw_qp_term_tx(B.qp)->code, 0x02);
 	ck_assert(A.err);
 	ck_assert_uint_eq(uiw_qp_term_rx(A.qp)->code, 0x02);
-	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), -ENOTCONN);
+	/* Posted in ERROR: taken, and completed flushed at once. */
+	while (uiw_cq_poll(&A.scq, &(struct uiw_wc){ 0 }, 1) == 1)
+		;
+	s.wr_id = 4242;
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
+	struct uiw_wc fl;
+
+	ck_assert_uint_eq(uiw_cq_poll(&A.scq, &fl, 1), 1);
+	ck_assert_uint_eq(fl.wr_id, 4242);
+	ck_assert_int_eq(fl.status, UIW_WC_WR_FLUSH_ERR);
 	ck_assert(pair_run_until(both_closed, NULL, 5000));
 }
 END_TEST

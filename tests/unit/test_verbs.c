@@ -255,13 +255,23 @@ START_TEST(operations_through_the_api)
 	ck_assert_uint_eq(wc.invalidated_rkey, srv.mr2->rkey);
 	poll_one(cli.cq);
 
-	/* Disconnect: both sides hear it; later work is refused or flushed. */
+	/* Disconnect: both sides hear it; later work completes flushed (the drain idiom). */
 	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
 	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
 	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
 	w.opcode = IBV_WR_SEND;
-	ck_assert_int_ne(ibv_post_send(cli.id->qp, &w, &bad), 0);
-	ck_assert_ptr_eq(bad, &w);
+	w.wr_id = 5;
+	w.send_flags = 0;
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	wc = poll_one(cli.cq);
+	ck_assert_uint_eq(wc.wr_id, 5);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	rsge = (struct ibv_sge){ (uintptr_t)cli.buf, 64, cli.mr->lkey };
+	ck_assert_int_eq(ibv_post_recv(cli.id->qp, &rw, &bad_r), 0);
+	wc = poll_one(cli.cq);
+	ck_assert_uint_eq(wc.wr_id, 78);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
 	/* A QP made by rdma_create_qp may go through ibv_destroy_qp: the id forgets it. */
 	ck_assert_int_eq(ibv_destroy_qp(srv.id->qp), 0);
 	ck_assert_ptr_null(srv.id->qp);

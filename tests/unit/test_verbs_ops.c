@@ -1,0 +1,712 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Every iWARP operation through the verbs and rdma_cm API only, between two stack
+ * instances: Send, Send with Solicited Event, Send with Invalidate, Send with SE and
+ * Invalidate, RDMA Write and RDMA Read at sizes 0, 1, around MULPDU and 1 MiB, under each MPA
+ * policy (CRC on and off, Markers, revision 1) and through 5% loss; Reads at the ORD/IRD
+ * limit; a Write to a region a Send with Invalidate invalidated, Terminated; solicited-only
+ * notification; a shared receive queue with several SGEs; a Send into an empty receive
+ * queue, Terminated. Data is checked byte for byte and the bytes around each target must stay
+ * untouched. With UIW_PAIR_PCAP_DIR set each case leaves its capture there (the verbs_wire
+ * test runs them through tshark's dissectors).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "check_common.h"
+#include "pair_fixture.h"
+#include "rdmap.h"
+#include "uiw_time.h"
+#include "uiw_verbs.h"
+
+#define PORT 7472
+#define BIG (1024u * 1024u)
+#define SRC 0u                     /* where a side's outgoing data lies */
+#define DST (2u * BIG)             /* first target region */
+#define DST2 (4u * BIG)            /* second target region (a receive's second SGE) */
+#define BUF (6u * BIG)
+#define GUARD 0xa5
+#define WAIT_MS 20000
+
+struct ep {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct ep cli, srv;
+static struct rdma_cm_id *listen_id;
+static struct uiw_config cfg;
+
+/* The MPA policies of the matrix. */
+static const struct policy {
+	const char *name;
+	int rev, crc, markers;
+	bool loss;
+} policies[] = {
+	{ "crc", 2, 1, 0, false },
+	{ "nocrc", 2, 0, 0, false },
+	{ "crc-markers", 2, 1, 1, false },
+	{ "rev1-markers", 1, 0, 1, false },
+	{ "crc-loss5", 2, 1, 0, true },
+};
+
+static void base_config(const struct policy *p)
+{
+	uiw_config_defaults(&cfg);
+	cfg.tcp_max_conns = 64;
+	cfg.tcp_time_wait_ms = 0;
+	cfg.tcp_delack_us = 0;
+	cfg.mpa_rev = p->rev;
+	cfg.mpa_crc = p->crc;
+	cfg.mpa_markers = p->markers;
+	if (p->loss) {
+		cfg.tcp_min_rto_ms = 5;
+		cfg.tcp_init_rto_ms = 20;
+		snprintf(cfg.fault_rx, sizeof(cfg.fault_rx), "drop=5");
+		snprintf(cfg.fault_tx, sizeof(cfg.fault_tx), "drop=5");
+		cfg.fault_seed = 5;
+	}
+}
+
+static void start(const struct policy *p, const char *capture)
+{
+	char name[96];
+
+	base_config(p);
+	pair_setup_cfg(&cfg);
+	snprintf(name, sizeof(name), "%s-%s", capture, p->name);
+	pair_capture(name);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.net, pair_a.tcp, pair_a.mpa, &cfg), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.net, pair_b.tcp, pair_b.mpa, &cfg), 0);
+}
+
+static void setup(void)
+{
+	memset(&cli, 0, sizeof(cli));
+	memset(&srv, 0, sizeof(srv));
+	listen_id = NULL;
+}
+
+static void ep_fini(struct ep *e)
+{
+	if (e->id != NULL && e->id->qp != NULL)
+		rdma_destroy_qp(e->id);
+	if (e->srq != NULL)
+		ibv_destroy_srq(e->srq);
+	if (e->mr != NULL)
+		ibv_dereg_mr(e->mr);
+	if (e->cq != NULL)
+		ibv_destroy_cq(e->cq);
+	if (e->cc != NULL)
+		ibv_destroy_comp_channel(e->cc);
+	if (e->pd != NULL)
+		ibv_dealloc_pd(e->pd);
+	if (e->id != NULL)
+		rdma_destroy_id(e->id);
+	if (e->ch != NULL)
+		rdma_destroy_event_channel(e->ch);
+	free(e->buf);
+}
+
+static void teardown(void)
+{
+	struct rdma_event_channel *lch = listen_id != NULL ? listen_id->channel : NULL;
+
+	ep_fini(&cli);
+	srv.ch = NULL;   /* the server's channel is the listener's */
+	ep_fini(&srv);
+	if (listen_id != NULL)
+		rdma_destroy_id(listen_id);
+	if (lch != NULL)
+		rdma_destroy_event_channel(lch);
+	listen_id = NULL;
+	uiw_verbs_remove_devices();
+	pair_teardown();
+}
+
+static struct rdma_cm_event *expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
+{
+	struct rdma_cm_event *ev = NULL;
+
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_msg(ev->event == t, "got %s, wanted %s", rdma_event_str(ev->event), rdma_event_str(t));
+	return ev;
+}
+
+static void resources(struct ep *e, struct rdma_cm_id *id, bool srq)
+{
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 64, .max_recv_wr = 64,
+						.max_send_sge = 3, .max_recv_sge = 3 } };
+
+	e->pd = ibv_alloc_pd(id->verbs);
+	ck_assert_ptr_nonnull(e->pd);
+	e->cc = ibv_create_comp_channel(id->verbs);
+	ck_assert_ptr_nonnull(e->cc);
+	e->cq = ibv_create_cq(id->verbs, 256, e, e->cc, 0);
+	ck_assert_ptr_nonnull(e->cq);
+	qa.send_cq = qa.recv_cq = e->cq;
+	if (srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 3 } };
+
+		e->srq = ibv_create_srq(e->pd, &sa);
+		ck_assert_ptr_nonnull(e->srq);
+		qa.srq = e->srq;
+	}
+	ck_assert_int_eq(rdma_create_qp(id, e->pd, &qa), 0);
+	e->buf = malloc(BUF);
+	ck_assert_ptr_nonnull(e->buf);
+	memset(e->buf, GUARD, BUF);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	ck_assert_ptr_nonnull(e->mr);
+}
+
+/* Listen on B, connect from A with ORD @p ord / IRD @p ird, B accepts with its own pair. */
+static void connect_ords(uint8_t cli_ord, uint8_t cli_ird, uint8_t srv_ord, uint8_t srv_ird,
+			 bool srq)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
+	struct rdma_conn_param cp = { .initiator_depth = cli_ord, .responder_resources = cli_ird };
+	struct rdma_cm_event *ev;
+
+	srv.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(listen_id, (struct sockaddr *)&sa), 0);
+	ck_assert_int_eq(rdma_listen(listen_id, 4), 0);
+	cli.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, &cli, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 2000), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(cli.id, 2000), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	resources(&cli, cli.id, false);
+	ck_assert_int_eq(rdma_connect(cli.id, &cp), 0);
+	ev = expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	srv.id = ev->id;
+	rdma_ack_cm_event(ev);
+	resources(&srv, srv.id, srq);
+	cp.initiator_depth = srv_ord;
+	cp.responder_resources = srv_ird;
+	ck_assert_int_eq(rdma_accept(srv.id, &cp), 0);
+	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED));
+}
+
+static void connect_pair(void)
+{
+	connect_ords(16, 16, 16, 16, false);
+}
+
+static struct ibv_wc poll_one(struct ibv_cq *cq)
+{
+	uint64_t end = uiw_now_ns() + (uint64_t)WAIT_MS * UIW_NS_PER_MS;
+	struct ibv_wc wc;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && uiw_now_ns() < end)
+		;
+	ck_assert_msg(n == 1, "no completion in %u ms", WAIT_MS);
+	return wc;
+}
+
+static struct ibv_async_event async_event(struct ibv_context *ctx)
+{
+	uint64_t end = uiw_now_ns() + (uint64_t)WAIT_MS * UIW_NS_PER_MS;
+	struct ibv_async_event ev;
+	int rc;
+
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	while ((rc = ibv_get_async_event(ctx, &ev)) != 0 && errno == EAGAIN && uiw_now_ns() < end)
+		;
+	ck_assert_msg(rc == 0, "no asynchronous event in %u ms", WAIT_MS);
+	ibv_ack_async_event(&ev);
+	return ev;
+}
+
+static void fill(uint8_t *p, uint32_t n, uint32_t seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 7 + i * 31 + (i >> 8));
+}
+
+/* @p n bytes at @p at equal @p want, with the guard byte on either side. */
+static void check_placed(const uint8_t *at, const uint8_t *want, uint32_t n, const char *what)
+{
+	ck_assert_msg(at[-1] == GUARD, "%s: byte before the target written", what);
+	ck_assert_msg(memcmp(at, want, n) == 0, "%s: data differ", what);
+	ck_assert_msg(at[n] == GUARD, "%s: byte after the target written", what);
+}
+
+static void reset_guard(uint8_t *at, uint32_t n)
+{
+	memset(at - 64, GUARD, n + 128);
+}
+
+static uint32_t mulpdu(void)
+{
+	const struct uiw_mpa_info *i = uiw_mpa_info(uiw_qp_conn(uiw_verbs_qp_core(cli.id->qp)));
+
+	ck_assert_ptr_nonnull(i);
+	return i->mulpdu;
+}
+
+static int post1(struct ibv_qp *qp, struct ibv_send_wr *w)
+{
+	struct ibv_send_wr *bad = NULL;
+
+	return ibv_post_send(qp, w, &bad);
+}
+
+static int recv1(struct ep *e, struct ibv_recv_wr *w)
+{
+	struct ibv_recv_wr *bad = NULL;
+
+	return e->srq != NULL ? ibv_post_srq_recv(e->srq, w, &bad) : ibv_post_recv(e->id->qp, w, &bad);
+}
+
+/*
+ * One Send of @p n bytes from the client (two SGEs) into one receive of two SGEs at the
+ * server (the first half at DST + @p off, the rest at DST2 + @p off).
+ */
+static void one_send(uint32_t n, uint32_t off, enum ibv_wr_opcode op, bool se, uint32_t tag)
+{
+	uint8_t *src = cli.buf + SRC + off, *d1 = srv.buf + DST + off, *d2 = srv.buf + DST2 + off;
+	uint32_t a = n / 2;
+	struct ibv_mr *inv = NULL;
+	struct ibv_sge rs[2] = { { (uintptr_t)d1, a, srv.mr->lkey },
+				 { (uintptr_t)d2, n - a + 32, srv.mr->lkey } };
+	struct ibv_recv_wr rw = { .wr_id = 1000 + tag, .sg_list = rs, .num_sge = 2 };
+	struct ibv_sge ss[2] = { { (uintptr_t)src, n / 3, cli.mr->lkey },
+				 { (uintptr_t)src + n / 3, n - n / 3, cli.mr->lkey } };
+	struct ibv_send_wr sw = { .wr_id = tag, .sg_list = ss, .num_sge = 2, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED | (se ? IBV_SEND_SOLICITED : 0) };
+	char what[96];
+
+	snprintf(what, sizeof(what), "send op %d se %d size %u", op, se, n);
+	fill(src, n, tag);
+	reset_guard(d1, a);
+	reset_guard(d2, n - a);
+	if (op == IBV_WR_SEND_WITH_INV) {
+		inv = ibv_reg_mr(srv.pd, srv.buf + 5 * BIG, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		ck_assert_ptr_nonnull(inv);
+		sw.invalidate_rkey = inv->rkey;
+	}
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &sw), 0);
+	struct ibv_wc sc = poll_one(cli.cq), rc = poll_one(srv.cq);
+
+	ck_assert_msg(sc.status == IBV_WC_SUCCESS, "%s: %s", what, ibv_wc_status_str(sc.status));
+	ck_assert_int_eq(sc.opcode, IBV_WC_SEND);
+	ck_assert_uint_eq(sc.wr_id, tag);
+	ck_assert_msg(rc.status == IBV_WC_SUCCESS, "%s: %s", what, ibv_wc_status_str(rc.status));
+	ck_assert_int_eq(rc.opcode, IBV_WC_RECV);
+	ck_assert_uint_eq(rc.wr_id, 1000 + tag);
+	ck_assert_uint_eq(rc.byte_len, n);
+	ck_assert_uint_eq(rc.qp_num, srv.id->qp->qp_num);
+	check_placed(d1, src, a, what);
+	check_placed(d2, src + a, n - a, what);
+	if (inv != NULL) {
+		ck_assert(rc.wc_flags & IBV_WC_WITH_INV);
+		ck_assert_uint_eq(rc.invalidated_rkey, inv->rkey);
+		ck_assert_int_eq(ibv_dereg_mr(inv), 0);
+	} else {
+		ck_assert(!(rc.wc_flags & IBV_WC_WITH_INV));
+	}
+}
+
+/*
+ * An RDMA Write of @p n bytes (two SGEs) to the server at DST + @p off; a zero-length Send
+ * behind it tells the server the Write is placed (RFC 5040 §5.5: messages are delivered in
+ * the order they were sent, and a Write's placement precedes a later Send's delivery).
+ */
+static void one_write(uint32_t n, uint32_t off, uint32_t tag)
+{
+	uint8_t *src = cli.buf + SRC + off, *dst = srv.buf + DST + off;
+	struct ibv_sge ss[2] = { { (uintptr_t)src, n / 3, cli.mr->lkey },
+				 { (uintptr_t)src + n / 3, n - n / 3, cli.mr->lkey } };
+	struct ibv_send_wr w = { .wr_id = tag, .sg_list = ss, .num_sge = 2, .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = srv.mr->rkey } };
+	struct ibv_send_wr fence = { .wr_id = tag + 1, .opcode = IBV_WR_SEND };
+	struct ibv_recv_wr rw = { .wr_id = 2000 + tag };
+	char what[64];
+
+	snprintf(what, sizeof(what), "write size %u", n);
+	fill(src, n, tag);
+	reset_guard(dst, n);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	w.next = &fence;
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_wc sc = poll_one(cli.cq), rc = poll_one(srv.cq);
+
+	ck_assert_msg(sc.status == IBV_WC_SUCCESS, "%s: %s", what, ibv_wc_status_str(sc.status));
+	ck_assert_int_eq(sc.opcode, IBV_WC_RDMA_WRITE);
+	ck_assert_uint_eq(sc.wr_id, tag);
+	ck_assert_int_eq(rc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(rc.wr_id, 2000 + tag);   /* the Write completed nothing at the server */
+	ck_assert_uint_eq(rc.byte_len, 0);
+	check_placed(dst, src, n, what);
+}
+
+/* An RDMA Read of @p n bytes of the server's SRC + @p off into the client's DST + @p off. */
+static void one_read(uint32_t n, uint32_t off, uint32_t tag)
+{
+	uint8_t *src = srv.buf + SRC + off, *dst = cli.buf + DST + off;
+	struct ibv_sge s = { (uintptr_t)dst, n, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = tag, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { .remote_addr = (uintptr_t)src, .rkey = srv.mr->rkey } };
+	char what[64];
+
+	snprintf(what, sizeof(what), "read size %u", n);
+	fill(src, n, tag);
+	reset_guard(dst, n);
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_wc sc = poll_one(cli.cq);
+
+	ck_assert_msg(sc.status == IBV_WC_SUCCESS, "%s: %s", what, ibv_wc_status_str(sc.status));
+	ck_assert_int_eq(sc.opcode, IBV_WC_RDMA_READ);
+	ck_assert_uint_eq(sc.wr_id, tag);
+	ck_assert_uint_eq(sc.byte_len, n);
+	check_placed(dst, src, n, what);
+}
+
+/* Every operation at every size, under the policy of the loop index. */
+START_TEST(every_operation_every_size)
+{
+	const struct policy *p = &policies[_i];
+
+	start(p, "ops");
+	connect_pair();
+	uint32_t m = mulpdu();
+	/* 18 and 14: the untagged and tagged DDP/RDMAP headers a segment's payload follows. */
+	const uint32_t untagged[] = { 0, 1, m - 19, m - 18, m - 17, m - 1, m, m + 1, BIG };
+	const uint32_t tagged[] = { 0, 1, m - 15, m - 14, m - 13, m - 1, m, m + 1, BIG };
+	uint32_t tag = 0;
+
+	for (unsigned k = 0; k < sizeof(untagged) / sizeof(untagged[0]); k++) {
+		uint32_t off = untagged[k] == BIG ? 64 : 1000 + k;
+
+		one_send(untagged[k], off, IBV_WR_SEND, false, tag += 2);
+		one_send(untagged[k], off, IBV_WR_SEND, true, tag += 2);
+		one_send(untagged[k], off, IBV_WR_SEND_WITH_INV, false, tag += 2);
+		one_send(untagged[k], off, IBV_WR_SEND_WITH_INV, true, tag += 2);
+		one_write(tagged[k], off, tag += 2);
+		one_read(tagged[k], off, tag += 2);
+	}
+	if (p->loss)
+		ck_assert_uint_gt(pair_a.fault.rx.dropped + pair_b.fault.rx.dropped +
+				  pair_a.fault.tx.dropped + pair_b.fault.tx.dropped, 0);
+	/* An orderly end: both sides hear the disconnect. */
+	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+}
+END_TEST
+
+/*
+ * The client asks ORD 8, the server offers IRD 2: the client may have only two Reads
+ * outstanding, so twenty Reads posted at once all complete, in order, with no Terminate for
+ * an IRQ overflow; the server reads back at its own ORD (4, within the client's IRD 4) at the
+ * same time.
+ */
+START_TEST(reads_at_the_ord_ird_limit)
+{
+	start(&policies[0], "ordird");
+	connect_ords(8, 4, 4, 2, false);
+	for (uint32_t k = 0; k < 20; k++) {
+		struct ibv_sge s = { (uintptr_t)cli.buf + DST + k * 8192, 8192, cli.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = k, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+					 .send_flags = IBV_SEND_SIGNALED,
+					 .wr.rdma = { .remote_addr = (uintptr_t)srv.buf + k * 8192,
+						      .rkey = srv.mr->rkey } };
+
+		fill(srv.buf + k * 8192, 8192, k);
+		ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	}
+	for (uint32_t k = 0; k < 8; k++) {
+		struct ibv_sge s = { (uintptr_t)srv.buf + DST + k * 4096, 4096, srv.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = 100 + k, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+					 .wr.rdma = { .remote_addr = (uintptr_t)cli.buf + k * 4096,
+						      .rkey = cli.mr->rkey } };
+
+		fill(cli.buf + k * 4096, 4096, 50 + k);
+		ck_assert_int_eq(post1(srv.id->qp, &w), 0);
+	}
+	for (uint32_t k = 0; k < 20; k++) {
+		struct ibv_wc wc = poll_one(cli.cq);
+
+		ck_assert_msg(wc.status == IBV_WC_SUCCESS, "read %u: %s", k, ibv_wc_status_str(wc.status));
+		ck_assert_uint_eq(wc.wr_id, k);
+		ck_assert_mem_eq(cli.buf + DST + k * 8192, srv.buf + k * 8192, 8192);
+	}
+	for (uint32_t k = 0; k < 8; k++) {
+		struct ibv_wc wc = poll_one(srv.cq);
+
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 100 + k);
+		ck_assert_mem_eq(srv.buf + DST + k * 4096, cli.buf + k * 4096, 4096);
+	}
+	const uint64_t *c = uiw_qp_counters(uiw_verbs_qp_core(srv.id->qp));
+
+	ck_assert_uint_eq(c[UIW_RDMAP_C_term_tx] + c[UIW_RDMAP_C_term_rx], 0);
+}
+END_TEST
+
+/* A Write of 16 bytes to @p addr with @p rkey, with a zero-length Send behind it. */
+static void post_write16(uint64_t addr, uint32_t rkey, struct ibv_send_wr *fence)
+{
+	struct ibv_sge s = { (uintptr_t)cli.buf, 16, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED, .next = fence,
+				 .wr.rdma = { .remote_addr = addr, .rkey = rkey } };
+
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+}
+
+/* Both connections end after a Terminate; later work on the client completes flushed. */
+static void both_disconnected_then_flush(void)
+{
+	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	struct ibv_wc wc;
+
+	while (ibv_poll_cq(cli.cq, 1, &wc) == 1)
+		;
+	struct ibv_send_wr w = { .wr_id = 4242, .opcode = IBV_WR_SEND };
+
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	wc = poll_one(cli.cq);
+	ck_assert_uint_eq(wc.wr_id, 4242);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
+/*
+ * A Send with Invalidate names a region of the server's; the server's completion says so.
+ * A Write to that region afterwards is Terminated by the server (DDP tagged buffer error,
+ * invalid STag: RFC 5041 §7.2, RFC 5040 §5.2) and not placed: the server's QP reports an
+ * access error, the client's a fatal one, both connections end, later work is flushed.
+ */
+START_TEST(write_after_send_with_invalidate_terminated)
+{
+	start(&policies[0], "inval");
+	connect_pair();
+	uint8_t *region = srv.buf + 5 * BIG;
+	struct ibv_mr *mr2 = ibv_reg_mr(srv.pd, region, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_send_wr fence = { .wr_id = 2, .opcode = IBV_WR_SEND };
+	struct ibv_recv_wr rw = { .wr_id = 7 };
+
+	ck_assert_ptr_nonnull(mr2);
+	/* Before: a Write to it is placed. */
+	fill(cli.buf, 16, 1);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	post_write16((uintptr_t)region + 100, mr2->rkey, &fence);
+	ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(poll_one(srv.cq).status, IBV_WC_SUCCESS);
+	ck_assert_mem_eq(region + 100, cli.buf, 16);
+	/* The Send with Invalidate. */
+	struct ibv_send_wr inv = { .wr_id = 3, .opcode = IBV_WR_SEND_WITH_INV, .send_flags = IBV_SEND_SIGNALED,
+				   .invalidate_rkey = mr2->rkey };
+
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &inv), 0);
+	struct ibv_wc wc = poll_one(srv.cq);
+
+	ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+	ck_assert(wc.wc_flags & IBV_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, mr2->rkey);
+	ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	/* After: Terminated, nothing placed. */
+	memset(region, GUARD, 4096);
+	fill(cli.buf, 16, 2);
+	post_write16((uintptr_t)region + 100, mr2->rkey, NULL);
+	struct ibv_async_event se = async_event(srv.id->verbs), ce = async_event(cli.id->verbs);
+
+	ck_assert_int_eq(se.event_type, IBV_EVENT_QP_ACCESS_ERR);
+	ck_assert_ptr_eq(se.element.qp, srv.id->qp);
+	ck_assert_int_eq(ce.event_type, IBV_EVENT_QP_FATAL);
+	ck_assert_ptr_eq(ce.element.qp, cli.id->qp);
+	const struct uiw_term_info *t = uiw_qp_term_tx(uiw_verbs_qp_core(srv.id->qp));
+
+	ck_assert(t->valid);
+	ck_assert_uint_eq(t->layer, UIW_TERM_LAYER_DDP);
+	ck_assert_uint_eq(t->etype, 1);      /* tagged buffer error */
+	ck_assert_uint_eq(t->code, 0x00);    /* invalid STag */
+	both_disconnected_then_flush();
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_eq(region[i], GUARD);
+	ck_assert_int_eq(ibv_dereg_mr(mr2), 0);
+}
+END_TEST
+
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/*
+ * A CQ armed for solicited completions only stays quiet for a plain Send and fires for a
+ * Send with Solicited Event (and one with SE and Invalidate); armed for any completion it
+ * fires for a plain Send.
+ */
+START_TEST(solicited_only_notification)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	start(&policies[0], "solicited");
+	connect_pair();
+	for (int k = 0; k < 4; k++) {
+		struct ibv_sge rs = { (uintptr_t)srv.buf + DST + k * 64, 64, srv.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 10 + k, .sg_list = &rs, .num_sge = 1 };
+
+		ck_assert_int_eq(recv1(&srv, &rw), 0);
+	}
+	struct ibv_sge s = { (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+	ck_assert_int_eq(ibv_req_notify_cq(srv.cq, 1), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	ck_assert_uint_eq(poll_one(srv.cq).wr_id, 10);   /* arrived, and no event for it */
+	ck_assert(!readable(srv.cc->fd));
+	w.send_flags = IBV_SEND_SOLICITED;
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	ck_assert_int_eq(ibv_get_cq_event(srv.cc, &ev_cq, &ev_ctx), 0);
+	ck_assert_ptr_eq(ev_cq, srv.cq);
+	ck_assert_ptr_eq(ev_ctx, &srv);
+	ibv_ack_cq_events(ev_cq, 1);
+	ck_assert_uint_eq(poll_one(srv.cq).wr_id, 11);
+	/* SE with Invalidate (of a region registered for it). */
+	struct ibv_mr *m = ibv_reg_mr(srv.pd, srv.buf + 5 * BIG, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(ibv_req_notify_cq(srv.cq, 1), 0);
+	w.opcode = IBV_WR_SEND_WITH_INV;
+	w.invalidate_rkey = m->rkey;
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	ck_assert_int_eq(ibv_get_cq_event(srv.cc, &ev_cq, &ev_ctx), 0);
+	ibv_ack_cq_events(ev_cq, 1);
+	struct ibv_wc wc = poll_one(srv.cq);
+
+	ck_assert_uint_eq(wc.wr_id, 12);
+	ck_assert(wc.wc_flags & IBV_WC_WITH_INV);
+	ibv_dereg_mr(m);
+	/* Armed for any completion: a plain Send fires. */
+	ck_assert_int_eq(ibv_req_notify_cq(srv.cq, 0), 0);
+	w.opcode = IBV_WR_SEND;
+	w.send_flags = 0;
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	ck_assert_int_eq(ibv_get_cq_event(srv.cc, &ev_cq, &ev_ctx), 0);
+	ibv_ack_cq_events(ev_cq, 1);
+	ck_assert_uint_eq(poll_one(srv.cq).wr_id, 13);
+}
+END_TEST
+
+/*
+ * A shared receive queue with three SGEs a receive: Sends land across the SGEs in posting
+ * order, and the armed limit raises IBV_EVENT_SRQ_LIMIT_REACHED once.
+ */
+START_TEST(shared_receive_queue_several_sges)
+{
+	static const uint32_t sizes[] = { 3000, 1, 0, 5000 };
+	struct ibv_srq_attr la = { .srq_limit = 2 };
+
+	start(&policies[0], "srq");
+	connect_ords(16, 16, 16, 16, true);
+	for (int k = 0; k < 4; k++) {
+		uint8_t *b = srv.buf + DST + k * 16384;
+		struct ibv_sge rs[3] = { { (uintptr_t)b, 1000, srv.mr->lkey },
+					 { (uintptr_t)b + 2000, 1500, srv.mr->lkey },
+					 { (uintptr_t)b + 8000, 4000, srv.mr->lkey } };
+		struct ibv_recv_wr rw = { .wr_id = 300 + k, .sg_list = rs, .num_sge = 3 };
+
+		ck_assert_int_eq(recv1(&srv, &rw), 0);
+	}
+	ck_assert_int_eq(ibv_modify_srq(srv.srq, &la, IBV_SRQ_LIMIT), 0);
+	for (int k = 0; k < 4; k++) {
+		struct ibv_sge s = { (uintptr_t)cli.buf + k * 8192, sizes[k], cli.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = k, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+		fill(cli.buf + k * 8192, sizes[k], 20 + k);
+		ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	}
+	for (int k = 0; k < 4; k++) {
+		struct ibv_wc wc = poll_one(srv.cq);
+		const uint8_t *b = srv.buf + DST + k * 16384, *src = cli.buf + k * 8192;
+		uint32_t n = sizes[k], a = n < 1000 ? n : 1000, c = n - a < 1500 ? n - a : 1500;
+
+		ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 300 + k);
+		ck_assert_uint_eq(wc.byte_len, n);
+		ck_assert_mem_eq(b, src, a);
+		ck_assert_mem_eq(b + 2000, src + a, c);
+		ck_assert_mem_eq(b + 8000, src + a + c, n - a - c);
+		ck_assert_uint_eq(b[a == 1000 ? 1000 : a], GUARD);   /* the gap between SGEs */
+	}
+	struct ibv_async_event ev = async_event(srv.id->verbs);
+
+	ck_assert_int_eq(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	ck_assert_ptr_eq(ev.element.srq, srv.srq);
+	ck_assert_int_eq(ibv_query_srq(srv.srq, &la), 0);
+	ck_assert_uint_eq(la.srq_limit, 0);   /* disarmed */
+}
+END_TEST
+
+/* A Send with no receive posted: the server Terminates (DDP untagged buffer error, no
+ * buffer: RFC 5041 §7.2 code 0x02), both QPs report a fatal error, both connections end. */
+START_TEST(empty_receive_queue_terminated)
+{
+	start(&policies[0], "emptyrq");
+	connect_pair();
+	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_async_event se = async_event(srv.id->verbs), ce = async_event(cli.id->verbs);
+
+	ck_assert_int_eq(se.event_type, IBV_EVENT_QP_FATAL);
+	ck_assert_int_eq(ce.event_type, IBV_EVENT_QP_FATAL);
+	const struct uiw_term_info *t = uiw_qp_term_tx(uiw_verbs_qp_core(srv.id->qp));
+
+	ck_assert_uint_eq(t->layer, UIW_TERM_LAYER_DDP);
+	ck_assert_uint_eq(t->etype, 2);
+	ck_assert_uint_eq(t->code, 0x02);
+	ck_assert_uint_eq(uiw_qp_term_rx(uiw_verbs_qp_core(cli.id->qp))->code, 0x02);
+	both_disconnected_then_flush();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("verbs_ops");
+	TCase *tc = tcase_with_leak_check("verbs_ops", setup, teardown);
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, every_operation_every_size, 0, sizeof(policies) / sizeof(policies[0]));
+	tcase_add_test(tc, reads_at_the_ord_ird_limit);
+	tcase_add_test(tc, write_after_send_with_invalidate_terminated);
+	tcase_add_test(tc, solicited_only_notification);
+	tcase_add_test(tc, shared_receive_queue_several_sges);
+	tcase_add_test(tc, empty_receive_queue_terminated);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
