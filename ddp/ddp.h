@@ -57,7 +57,16 @@ struct uiw_mr *uiw_stag_register(struct uiw_stag_table *t, uint32_t pd, void *ad
 void uiw_stag_deregister(struct uiw_stag_table *t, struct uiw_mr *mr);
 
 /** The region of @p stag (index and key must match), valid or not; NULL if none. */
-struct uiw_mr *uiw_stag_find(const struct uiw_stag_table *t, uint32_t stag);
+static inline struct uiw_mr *uiw_stag_find(const struct uiw_stag_table *t, uint32_t stag)
+{
+	uint32_t index = stag >> 8;
+	struct uiw_mr *mr;
+
+	if (index == 0 || t->cap == 0)
+		return NULL;
+	mr = &t->mr[index & (t->cap - 1)];
+	return mr->used && mr->stag == stag ? mr : NULL;
+}
 
 /** What a tagged access found wrong, in the order RFC 5040 §8/RFC 5041 §7 check it. */
 enum uiw_stag_check {
@@ -101,6 +110,7 @@ enum uiw_ddp_parse uiw_ddp_parse(const struct uiw_mpa_ulpdu *u, struct uiw_ddp_s
 struct uiw_sge {
 	uint8_t *addr;
 	uint32_t len;
+	uint32_t lkey;        /**< the region's STag, when the owner wants it checked */
 };
 
 /** Octets in @p n SGEs. */

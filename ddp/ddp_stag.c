@@ -71,17 +71,6 @@ void uiw_stag_deregister(struct uiw_stag_table *t, struct uiw_mr *mr)
 	t->count--;
 }
 
-struct uiw_mr *uiw_stag_find(const struct uiw_stag_table *t, uint32_t stag)
-{
-	uint32_t index = stag >> 8;
-	struct uiw_mr *mr;
-
-	if (index == 0 || t->cap == 0)
-		return NULL;
-	mr = &t->mr[index & (t->cap - 1)];
-	return mr->used && mr->stag == stag ? mr : NULL;
-}
-
 enum uiw_stag_check uiw_stag_check(const struct uiw_stag_table *t, uint32_t stag, uint32_t pd,
 				   uint64_t to, uint64_t len, unsigned access, struct uiw_mr **out)
 {

@@ -33,7 +33,8 @@
 	X(rx_read_resp, "Read Responses placed")                                             \
 	X(term_tx, "Terminates sent")                                                        \
 	X(term_rx, "Terminates received")                                                    \
-	X(flushed, "work requests flushed by an error")
+	X(flushed, "work requests flushed by an error")                                      \
+	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)")
 
 #define UIW_RDMAP_C_(name, help) UIW_RDMAP_C_##name,
 enum uiw_rdmap_counter { UIW_RDMAP_COUNTERS(UIW_RDMAP_C_) UIW_RDMAP_C__COUNT };
@@ -64,6 +65,7 @@ struct uiw_send_wr {
 	uint32_t inv_stag;        /**< Send with Invalidate: the peer's STag to invalidate */
 	uint32_t sink_stag;       /**< Read: the local region's STag (sg[0] lies in it) */
 	uint64_t sink_to;         /**< Read: the tagged offset of sg[0].addr in that region */
+	bool lkeys;               /**< check each sg[].lkey when the WR starts (verbs) */
 };
 
 struct uiw_recv_wr {
@@ -161,6 +163,46 @@ extern const struct uiw_mpa_ops uiw_qp_mpa_ops;
  *  (queue full). In ERROR a WR is taken and completes at once with UIW_WC_WR_FLUSH_ERR. */
 int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr);
 int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr);
+
+/** A send queue entry: the work request and how it ended. */
+struct uiw_sq_entry {
+	struct uiw_send_wr wr;
+	bool done;
+	enum uiw_wc_status status;
+	uint32_t len;
+};
+
+/** The send queue ring: [comp, tx) sent or in flight, [tx, tail) waiting; indices run mod
+ *  2^32, slots by mask (the ring is a power of two); at most cap entries at once. */
+struct uiw_sq {
+	struct uiw_sq_entry *e;
+	uint32_t cap, mask, comp, tx, tail;
+};
+
+/*
+ * Posting without sending (the verbs fast path): fill the slot uiw_sq_next() gives (NULL:
+ * the queue is full; the caller checks the WR as uiw_qp_post_send() would) and queue it
+ * with uiw_sq_commit(); after a batch, uiw_qp_posted() says whether the QP has work to
+ * send, which uiw_qp_kick() starts (later, from the progress loop).
+ */
+struct uiw_sq *uiw_qp_sq(struct uiw_qp *qp);
+
+static inline struct uiw_send_wr *uiw_sq_next(struct uiw_sq *sq)
+{
+	return sq->tail - sq->comp == sq->cap ? NULL : &sq->e[sq->tail & sq->mask].wr;
+}
+
+static inline void uiw_sq_commit(struct uiw_sq *sq)
+{
+	struct uiw_sq_entry *e = &sq->e[sq->tail++ & sq->mask];
+
+	e->done = false;
+	e->status = UIW_WC_SUCCESS;
+	e->len = 0;
+}
+
+bool uiw_qp_posted(struct uiw_qp *qp);
+void uiw_qp_kick(struct uiw_qp *qp);
 
 /** Orderly close: after what is queued, FIN; flushes what is left. */
 void uiw_qp_disconnect(struct uiw_qp *qp);

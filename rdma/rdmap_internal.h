@@ -10,13 +10,6 @@
 /* Terminate: control, DDP segment length, a DDP header, an RDMAP Read Request body. */
 #define TERM_BODY_MAX (4 + 2 + 18 + 28)
 
-struct sq_entry {
-	struct uiw_send_wr wr;
-	bool done;
-	enum uiw_wc_status status;
-	uint32_t len;
-};
-
 struct orq_entry {
 	uint32_t sq_idx;
 	uint32_t sink_stag;
@@ -43,9 +36,7 @@ struct uiw_qp {
 	void *event_arg;
 	uint64_t c[UIW_RDMAP_C__COUNT];
 
-	/* Send queue: [comp, tx) sent or in flight, [tx, tail) waiting (indices mod cap). */
-	struct sq_entry *sq;
-	uint32_t sq_cap, sq_comp, sq_tx, sq_tail;
+	struct uiw_sq sq;
 	struct uiw_recv_wr *rq;
 	uint32_t rq_cap, rq_head, rq_tail;
 	struct uiw_srq *srq;

@@ -67,8 +67,8 @@ static enum uiw_wc_op wc_op(enum uiw_wr_op op)
 /* Completions leave in posting order: a Send behind an unanswered Read waits for it. */
 void qp_complete_sq(struct uiw_qp *qp)
 {
-	while (qp->sq_comp != qp->sq_tx) {
-		struct sq_entry *e = &qp->sq[qp->sq_comp % qp->sq_cap];
+	while (qp->sq.comp != qp->sq.tx) {
+		struct uiw_sq_entry *e = &qp->sq.e[qp->sq.comp & qp->sq.mask];
 
 		if (!e->done)
 			return;
@@ -78,7 +78,7 @@ void qp_complete_sq(struct uiw_qp *qp)
 
 			qp_cq_push(qp->scq, &wc);
 		}
-		qp->sq_comp++;
+		qp->sq.comp++;
 	}
 }
 
@@ -91,15 +91,21 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 		free(qp);
 		return qp == NULL ? -ENOMEM : -EINVAL;
 	}
-	qp->sq = calloc(a->sq_size, sizeof(*qp->sq));
+	/* The ring is a power of two (indices by mask); sq_cap stays the size asked for. */
+	uint32_t ring = 1;
+
+	while (ring < a->sq_size && ring < (1u << 31))
+		ring <<= 1;
+	qp->sq.mask = ring - 1;
+	qp->sq.e = calloc(ring, sizeof(*qp->sq.e));
 	qp->rq = calloc(a->rq_size ? a->rq_size : 1, sizeof(*qp->rq));
-	if (qp->sq == NULL || qp->rq == NULL) {
+	if (qp->sq.e == NULL || qp->rq == NULL) {
 		uiw_qp_destroy(qp);
 		return -ENOMEM;
 	}
 	qp->qp_num = a->qp_num;
 	qp->pd = a->pd;
-	qp->sq_cap = a->sq_size;
+	qp->sq.cap = a->sq_size;
 	qp->rq_cap = a->rq_size ? a->rq_size : 1;
 	qp->srq = a->srq;
 	qp->scq = a->send_cq;
@@ -119,15 +125,15 @@ void uiw_qp_destroy(struct uiw_qp *qp)
 		return;
 	if (qp->conn != NULL)
 		uiw_mpa_abort(qp->conn, "QP destroyed");
-	free(qp->sq);
+	free(qp->sq.e);
 	free(qp->rq);
 	free(qp);
 }
 
 static void flush(struct uiw_qp *qp)
 {
-	for (uint32_t i = qp->sq_comp; i != qp->sq_tail; i++) {
-		struct sq_entry *e = &qp->sq[i % qp->sq_cap];
+	for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++) {
+		struct uiw_sq_entry *e = &qp->sq.e[i & qp->sq.mask];
 
 		if (!e->done) {
 			e->done = true;
@@ -135,7 +141,7 @@ static void flush(struct uiw_qp *qp)
 			qp_count(qp, UIW_RDMAP_C_flushed);
 		}
 	}
-	qp->sq_tx = qp->sq_tail;
+	qp->sq.tx = qp->sq.tail;
 	qp_complete_sq(qp);
 	if (qp->rx_have_cur) {
 		struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .status = UIW_WC_WR_FLUSH_ERR,
@@ -169,17 +175,39 @@ void qp_error(struct uiw_qp *qp, const char *why)
 		qp->events->error(qp->event_arg, qp, qp->why);
 }
 
-int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
+struct uiw_sq *uiw_qp_sq(struct uiw_qp *qp)
 {
-	if (wr->nsge > UIW_MAX_SGE || (wr->op == UIW_WR_READ && wr->nsge != 1))
-		return -EINVAL;
-	if (qp->sq_tail - qp->sq_comp == qp->sq_cap)
-		return -ENOMEM;
-	qp->sq[qp->sq_tail++ % qp->sq_cap] = (struct sq_entry){ .wr = *wr };
+	return &qp->sq;
+}
+
+bool uiw_qp_posted(struct uiw_qp *qp)
+{
+	if (qp->state == UIW_QPS_ERROR) {
+		flush(qp);   /* a WR posted in ERROR completes at once, flushed (as siw does) */
+		return false;
+	}
+	return qp->state == UIW_QPS_RTS;
+}
+
+void uiw_qp_kick(struct uiw_qp *qp)
+{
 	if (qp->state == UIW_QPS_RTS)
 		qp_pump(qp);
-	else if (qp->state == UIW_QPS_ERROR)
-		flush(qp);   /* a WR posted in ERROR completes at once, flushed (as siw does) */
+}
+
+int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
+{
+	struct uiw_send_wr *slot;
+
+	if (wr->nsge > UIW_MAX_SGE || (wr->op == UIW_WR_READ && wr->nsge != 1))
+		return -EINVAL;
+	slot = uiw_sq_next(&qp->sq);
+	if (slot == NULL)
+		return -ENOMEM;
+	*slot = *wr;
+	uiw_sq_commit(&qp->sq);
+	if (uiw_qp_posted(qp))
+		qp_pump(qp);
 	return 0;
 }
 

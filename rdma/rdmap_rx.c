@@ -74,7 +74,7 @@ static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const 
 	o->placed += s->len;
 	if (!s->last)
 		return 0;
-	struct sq_entry *e = &qp->sq[o->sq_idx % qp->sq_cap];
+	struct uiw_sq_entry *e = &qp->sq.e[o->sq_idx & qp->sq.mask];
 
 	e->done = true;
 	e->status = UIW_WC_SUCCESS;

@@ -13,7 +13,7 @@ static const uint8_t send_opcode[] = {
 };
 
 /* Sends (more of) the work request at sq_tx. @return 1 done, 0 out of room, <0 error. */
-static int tx_sq(struct uiw_qp *qp, struct sq_entry *e)
+static int tx_sq(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
 	const struct uiw_send_wr *wr = &e->wr;
 
@@ -38,13 +38,13 @@ static int tx_sq(struct uiw_qp *qp, struct sq_entry *e)
 }
 
 /* The work request at sq_tx is all on the wire. */
-static void sq_sent(struct uiw_qp *qp, struct sq_entry *e)
+static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
 	e->len = (uint32_t)uiw_sge_total(e->wr.sg, e->wr.nsge);
 	if (e->wr.op == UIW_WR_READ) {
 		struct orq_entry *o = &qp->orq[qp->orq_tail++ % UIW_MPA_IRD_ORD_MAX];
 
-		*o = (struct orq_entry){ .sq_idx = qp->sq_tx, .sink_stag = e->wr.sink_stag,
+		*o = (struct orq_entry){ .sq_idx = qp->sq.tx, .sink_stag = e->wr.sink_stag,
 					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0] };
 		qp->rreq_msn++;
 		qp_count(qp, UIW_RDMAP_C_tx_read_req);
@@ -59,7 +59,7 @@ static void sq_sent(struct uiw_qp *qp, struct sq_entry *e)
 			qp_count(qp, UIW_RDMAP_C_tx_send);
 		}
 	}
-	qp->sq_tx++;
+	qp->sq.tx++;
 	qp_complete_sq(qp);
 }
 
@@ -82,12 +82,12 @@ static int tx_term(struct uiw_qp *qp)
  * work requests wait), then the send queue (a Read only within the ORD). */
 static enum tx_kind pick(struct uiw_qp *qp)
 {
-	bool sq_ready = qp->state == UIW_QPS_RTS && qp->sq_tx != qp->sq_tail;
+	bool sq_ready = qp->state == UIW_QPS_RTS && qp->sq.tx != qp->sq.tail;
 	bool irq_ready = qp->state == UIW_QPS_RTS && qp->irq_head != qp->irq_tail;
 
 	if (qp->term_pending)
 		return TX_TERM;
-	if (sq_ready && qp->sq[qp->sq_tx % qp->sq_cap].wr.op == UIW_WR_READ &&
+	if (sq_ready && qp->sq.e[qp->sq.tx & qp->sq.mask].wr.op == UIW_WR_READ &&
 	    qp->orq_tail - qp->orq_head >= qp->ord)
 		sq_ready = false;   /* ORD reached: the Read waits for a response */
 	if (irq_ready && (!sq_ready || qp->irq_burst < IRQ_BURST))
@@ -100,7 +100,7 @@ static void finish(struct uiw_qp *qp, enum tx_kind kind)
 	switch (kind) {
 	case TX_SQ:
 		qp->irq_burst = 0;
-		sq_sent(qp, &qp->sq[qp->sq_tx % qp->sq_cap]);
+		sq_sent(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask]);
 		break;
 	case TX_IRQ:
 		qp->irq_head++;
@@ -119,17 +119,50 @@ static void finish(struct uiw_qp *qp, enum tx_kind kind)
 	}
 }
 
+/*
+ * A verbs work request's SGEs are checked when it starts, not when it is posted (as siw and
+ * RNICs do): each lkey must name a valid region of the QP's PD that holds the bytes, a Read's
+ * sink with local write access. Otherwise the WR completes with a local protection error
+ * and the QP is Terminated (RDMAP local catastrophic error, unspecified, as siw).
+ */
+static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
+{
+	unsigned access = e->wr.op == UIW_WR_READ ? UIW_ACCESS_LOCAL_WRITE : 0;
+
+	if (!e->wr.lkeys)
+		return true;
+	for (unsigned i = 0; i < e->wr.nsge; i++) {
+		const struct uiw_sge *g = &e->wr.sg[i];
+		const struct uiw_mr *m = uiw_stag_find(qp->stags, g->lkey);
+
+		if (m == NULL || !m->valid || m->pd != qp->pd || (m->access & access) != access ||
+		    g->addr < m->addr || g->addr + g->len > m->addr + m->len) {
+			e->done = true;
+			e->status = UIW_WC_LOC_PROT_ERR;
+			qp_count(qp, UIW_RDMAP_C_tx_bad_lkey);
+			qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
+					  "a work request's SGE is outside its lkey's region");
+			return false;
+		}
+	}
+	return true;
+}
+
 void qp_pump(struct uiw_qp *qp)
 {
 	while (qp->conn != NULL) {
 		if (qp->tx_kind == TX_IDLE) {
-			qp->tx_kind = pick(qp);
+			enum tx_kind k = pick(qp);
+
+			if (k == TX_SQ && !sq_check(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask]))
+				return;   /* Terminated: the pump ran again from there */
+			qp->tx_kind = k;
 			qp->tx.off = 0;
 			if (qp->tx_kind == TX_IDLE)
 				return;
 		}
 		enum tx_kind kind = qp->tx_kind;
-		int rc = kind == TX_SQ ? tx_sq(qp, &qp->sq[qp->sq_tx % qp->sq_cap])
+		int rc = kind == TX_SQ ? tx_sq(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask])
 			 : kind == TX_IRQ ? tx_irq(qp) : tx_term(qp);
 
 		if (rc == 0)

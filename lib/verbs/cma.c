@@ -377,8 +377,12 @@ int rdma_disconnect(struct rdma_cm_id *id)
 
 	if (c->conn == NULL)
 		return fail(EINVAL);
-	if (id->qp != NULL)
-		uiw_qp_disconnect(uiw_verbs_qp_core(id->qp));
+	if (id->qp != NULL) {
+		struct uiw_qp *qp = uiw_verbs_qp_core(id->qp);
+
+		uiw_qp_kick(qp);   /* what was posted goes ahead of the FIN */
+		uiw_qp_disconnect(qp);
+	}
 	else
 		uiw_mpa_close(c->conn);
 	return 0;

@@ -57,11 +57,24 @@ void uiw_verbs_remove_devices(void)
 	ndevs = 0;
 }
 
+/* Starts the work posted since the last pass (ibv_post_send only queues it). */
+static void ring_doorbells(struct uiw_dev *d)
+{
+	while (d->kick != NULL) {
+		struct uiw_qp_v *q = d->kick;
+
+		d->kick = q->kick_next;
+		q->kicked = false;
+		uiw_qp_kick(q->core);
+	}
+}
+
 void uiw_verbs_progress(void)
 {
 	uint64_t now = uiw_now_ns();
 
 	for (unsigned i = 0; i < ndevs; i++) {
+		ring_doorbells(devs[i]);
 		uiw_tcp_poll(devs[i]->tcp, now);
 		uiw_mpa_run(devs[i]->mpa, now);
 	}
@@ -594,6 +607,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 	q->dev = d;
+	q->sq = uiw_qp_sq(q->core);
 	q->sig_all = attr->sq_sig_all != 0;
 	q->qp = (struct ibv_qp){ .context = pd->context, .qp_context = attr->qp_context, .pd = pd,
 				 .send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
@@ -616,6 +630,11 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 
 	if (q->cm != NULL)
 		uiw_cm_forget_qp(q->cm);   /* its connection must not reach a freed QP */
+	for (struct uiw_qp_v **p = &q->dev->kick; *p != NULL; p = &(*p)->kick_next)
+		if (*p == q) {
+			*p = q->kick_next;
+			break;
+		}
 	async_forget(qp->context, qp);
 	uiw_qp_destroy(q->core);
 	free(q);
@@ -653,8 +672,8 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct i
 }
 
 /* The SGEs of a work request, each within a region of this PD with @p access. */
-static int map_sges_pd(struct uiw_dev *d, struct ibv_pd *pd, const struct ibv_sge *in, int n,
-		       struct uiw_sge *out, unsigned access)
+static inline int map_sges_pd(struct uiw_dev *d, struct ibv_pd *pd, const struct ibv_sge *in,
+			      int n, struct uiw_sge *out, unsigned access)
 {
 	if (n < 0 || n > UIW_MAX_SGE)
 		return EINVAL;
@@ -671,59 +690,89 @@ static int map_sges_pd(struct uiw_dev *d, struct ibv_pd *pd, const struct ibv_sg
 	return 0;
 }
 
-static int map_sges(struct uiw_qp_v *q, const struct ibv_sge *in, int n, struct uiw_sge *out,
+static inline int map_sges(struct uiw_qp_v *q, const struct ibv_sge *in, int n, struct uiw_sge *out,
 		    unsigned access)
 {
 	return map_sges_pd(q->dev, q->qp.pd, in, n, out, access);
 }
 
-static int one_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr)
+/*
+ * Fills the send queue slot @p w from @p wr. @return 0, or EINVAL for a WR no QP can take
+ * (an opcode iWARP lacks, inline data, too many SGEs, a Read with other than one SGE).
+ */
+static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w)
 {
 	bool se = (wr->send_flags & IBV_SEND_SOLICITED) != 0;
-	struct uiw_send_wr w = { .wr_id = wr->wr_id, .nsge = (unsigned)wr->num_sge,
-				 .signaled = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED) };
-	unsigned access = 0;
 
 	switch (wr->opcode) {
-	case IBV_WR_SEND: w.op = se ? UIW_WR_SEND_SE : UIW_WR_SEND; break;
+	case IBV_WR_SEND: w->op = se ? UIW_WR_SEND_SE : UIW_WR_SEND; break;
 	case IBV_WR_SEND_WITH_INV:
-		w.op = se ? UIW_WR_SEND_SE_INV : UIW_WR_SEND_INV;
-		w.inv_stag = wr->invalidate_rkey;
+		w->op = se ? UIW_WR_SEND_SE_INV : UIW_WR_SEND_INV;
+		w->inv_stag = wr->invalidate_rkey;
 		break;
-	case IBV_WR_RDMA_WRITE: w.op = UIW_WR_WRITE; break;
-	case IBV_WR_RDMA_READ: w.op = UIW_WR_READ; access = UIW_ACCESS_LOCAL_WRITE; break;
+	case IBV_WR_RDMA_WRITE: w->op = UIW_WR_WRITE; break;
+	case IBV_WR_RDMA_READ:
+		if (wr->num_sge != 1)
+			return EINVAL;
+		w->op = UIW_WR_READ;
+		w->sink_stag = wr->sg_list[0].lkey;
+		w->sink_to = wr->sg_list[0].addr;
+		break;
 	default: return EINVAL;   /* no immediate data, atomics or local invalidation */
 	}
 	if (wr->send_flags & IBV_SEND_INLINE)
 		return EINVAL;
-	if (map_sges(q, wr->sg_list, wr->num_sge, w.sg, access) != 0)
+	if ((unsigned)wr->num_sge > UIW_MAX_SGE)
 		return EINVAL;
-	if (w.op == UIW_WR_WRITE || w.op == UIW_WR_READ) {
-		w.rkey = wr->wr.rdma.rkey;
-		w.remote_addr = wr->wr.rdma.remote_addr;
+	/* The lkeys are checked when the WR starts (a bad one completes with
+	 * IBV_WC_LOC_PROT_ERR), as siw and RNICs do: posting stays short. */
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *g = &wr->sg_list[i];
+
+		w->sg[i].addr = (uint8_t *)(uintptr_t)g->addr;
+		w->sg[i].len = g->length;
+		w->sg[i].lkey = g->lkey;
 	}
-	if (w.op == UIW_WR_READ) {
-		if (wr->num_sge != 1)
-			return EINVAL;
-		w.sink_stag = wr->sg_list[0].lkey;
-		w.sink_to = wr->sg_list[0].addr;
-	}
-	return uiw_errno(uiw_qp_post_send(q->core, &w));
+	w->lkeys = true;
+	w->wr_id = wr->wr_id;
+	w->signaled = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->nsge = (unsigned)wr->num_sge;
+	w->rkey = wr->wr.rdma.rkey;            /* used by Write and Read only */
+	w->remote_addr = wr->wr.rdma.remote_addr;
+	return 0;
 }
 
+/*
+ * The fast path: each WR is written straight into the send queue and the QP goes on its
+ * device's doorbell list; the next progress pass (ibv_poll_cq() and the other waits) sends.
+ */
 static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
+	bool ring = false;
+	int rc = 0;
 
 	for (; wr != NULL; wr = wr->next) {
-		int rc = one_send(q, wr);
+		struct uiw_send_wr *w = uiw_sq_next(q->sq);
 
-		if (rc != 0) {
-			*bad = wr;
-			return rc;
+		if (w == NULL) {
+			rc = ENOMEM;
+			break;
 		}
+		rc = fill_send(q, wr, w);
+		if (rc != 0)
+			break;
+		uiw_sq_commit(q->sq);
+		ring = true;
 	}
-	return 0;
+	if (ring && uiw_qp_posted(q->core) && !q->kicked) {
+		q->kicked = true;
+		q->kick_next = q->dev->kick;
+		q->dev->kick = q;
+	}
+	if (rc != 0)
+		*bad = wr;
+	return rc;
 }
 
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

@@ -21,6 +21,7 @@ struct uiw_dev {
 	uint32_t next_qpn, next_pdn;
 	uint8_t next_key;             /* the 8-bit STag key of the next MR */
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
+	struct uiw_qp_v *kick;        /* QPs with posted work to start (the doorbell list) */
 };
 
 #define ASYNC_EVENTS 256
@@ -66,8 +67,11 @@ struct uiw_cm_id;
 struct uiw_qp_v {
 	struct ibv_qp qp;
 	struct uiw_qp *core;
+	struct uiw_sq *sq;            /* the core's send queue, filled in place */
 	struct uiw_dev *dev;
 	bool sig_all;
+	bool kicked;                  /* on the device's doorbell list */
+	struct uiw_qp_v *kick_next;
 	struct uiw_cm_id *cm;
 };
 

@@ -16,6 +16,7 @@
 
 #include "check_common.h"
 #include "pair_fixture.h"
+#include "rdmap.h"
 #include "uiw_verbs.h"
 
 #define PORT 7471
@@ -285,16 +286,12 @@ START_TEST(errors_as_the_man_pages_say)
 	struct ibv_send_wr *bad = NULL;
 
 	connect_pair();
-	/* A bad lkey: EINVAL, bad_wr points at it, nothing sent. */
-	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey ^ 0x100 };
-	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+	/* No immediate data on iWARP: EINVAL, bad_wr points at it. */
+	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM };
 
 	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), EINVAL);
 	ck_assert_ptr_eq(bad, &w);
-	/* No immediate data on iWARP. */
-	s.lkey = cli.mr->lkey;
-	w.opcode = IBV_WR_SEND_WITH_IMM;
-	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), EINVAL);
 	/* Only RDMA_PS_TCP; a non-blocking channel with nothing queued says EAGAIN. */
 	ck_assert_int_eq(rdma_create_id(cli.ch, &id, NULL, RDMA_PS_UDP), -1);
 	ck_assert_int_eq(errno, EINVAL);
@@ -326,6 +323,24 @@ START_TEST(errors_as_the_man_pages_say)
 	ck_assert_int_eq(da.max_sge_rd, 1);
 	ck_assert_int_eq(ibv_query_port(cli.id->verbs, 1, &pa), 0);
 	ck_assert_int_eq(pa.state, IBV_PORT_ACTIVE);
+	/* A bad lkey is found when the WR starts, as on an RNIC: a local protection error,
+	 * the work behind it flushed, the QP Terminated. */
+	struct ibv_send_wr w2 = { .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+
+	s.lkey = cli.mr->lkey ^ 0x100;
+	w.opcode = IBV_WR_SEND;
+	w.next = &w2;
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), 0);
+	struct ibv_wc wc = poll_one(cli.cq);
+
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+	wc = poll_one(cli.cq);
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(uiw_qp_counters(uiw_verbs_qp_core(cli.id->qp))[UIW_RDMAP_C_tx_bad_lkey], 1);
+	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
 }
 END_TEST
 
