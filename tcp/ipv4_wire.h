@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_ip.h>
 #include <rte_mbuf.h>
@@ -52,10 +53,62 @@ static inline uint16_t uiw_ipv4_id(const struct uiw_ipv4_hdr *h) { return uiw_be
 static inline uint32_t uiw_ipv4_src(const struct uiw_ipv4_hdr *h) { return uiw_be32_get(h->src); }
 static inline uint32_t uiw_ipv4_dst(const struct uiw_ipv4_hdr *h) { return uiw_be32_get(h->dst); }
 
+/**
+ * The folded one's-complement sum of @p len bytes as host-order 16-bit words, the value
+ * rte_raw_cksum() gives, eight bytes a step: the sum is independent of the word size and
+ * of byte order up to a final swap (RFC 1071 §2), so 32-bit halves of 64-bit loads go into
+ * a 64-bit accumulator that cannot overflow for any length an mbuf holds.
+ */
+static inline uint16_t uiw_raw_sum(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t sum = 0, a = 0, b = 0;
+	uint32_t w4;
+	uint16_t w2;
+
+	for (; len >= 16; p += 16, len -= 16) {
+		uint64_t x, y;
+
+		memcpy(&x, p, 8);
+		memcpy(&y, p + 8, 8);
+		a += (x & 0xffffffffu) + (x >> 32);
+		b += (y & 0xffffffffu) + (y >> 32);
+	}
+	sum = a + b;
+	if (len >= 8) {
+		uint64_t x;
+
+		memcpy(&x, p, 8);
+		sum += (x & 0xffffffffu) + (x >> 32);
+		p += 8;
+		len -= 8;
+	}
+	if (len >= 4) {
+		memcpy(&w4, p, 4);
+		sum += w4;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&w2, p, 2);
+		sum += w2;
+		p += 2;
+		len -= 2;
+	}
+	if (len == 1)
+		sum += *p;   /* the odd last byte is the low half of a host-order word */
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
 /** One's-complement sum of @p len bytes read as big-endian 16-bit words, folded (RFC 1071). */
 static inline uint16_t uiw_inet_sum(const void *buf, size_t len)
 {
-	return rte_be_to_cpu_16(rte_raw_cksum(buf, len));
+	return rte_be_to_cpu_16(uiw_raw_sum(buf, len));
 }
 
 /**
@@ -74,7 +127,7 @@ static inline uint16_t uiw_inet_sum_mbuf(const struct rte_mbuf *m, uint32_t off,
 	}
 	for (; seg != NULL && done < len; seg = seg->next, off = 0) {
 		uint32_t n = RTE_MIN((uint32_t)seg->data_len - off, len - done);
-		uint16_t part = rte_raw_cksum(rte_pktmbuf_mtod_offset(seg, const void *, off), n);
+		uint16_t part = uiw_raw_sum(rte_pktmbuf_mtod_offset(seg, const void *, off), n);
 
 		/* A part that starts at an odd byte has its words shifted by one byte. */
 		sum += (done & 1) ? rte_bswap16(part) : part;

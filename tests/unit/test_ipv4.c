@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ipv4_wire.h"
 #include "net_fixture.h"
 
 #define PAYLOAD 56
@@ -291,6 +292,41 @@ START_TEST(output_off_link_resolves_gateway)
 }
 END_TEST
 
+/* The eight-bytes-a-step sum equals a plain RFC 1071 word-by-word sum and DPDK's, for every
+ * length 0..600 at every alignment, for random bytes and for all-ones (the most carries). */
+static uint16_t reference_sum(const uint8_t *p, size_t len)
+{
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)p[i] | (uint32_t)p[i + 1] << 8;   /* host (little-endian) words */
+	if (len & 1)
+		sum += p[len - 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+START_TEST(fast_sum_matches_rfc1071)
+{
+	static uint8_t buf[70000];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = _i ? 0xff : (uint8_t)x;
+	}
+	for (size_t off = 0; off < 8; off++)
+		for (size_t len = 0; len <= 600; len++) {
+			uint16_t want = reference_sum(buf + off, len);
+
+			ck_assert_msg(uiw_raw_sum(buf + off, len) == want, "off %zu len %zu", off, len);
+			ck_assert_uint_eq(rte_raw_cksum(buf + off, len), want);
+		}
+	ck_assert_uint_eq(uiw_raw_sum(buf + 3, 65535), reference_sum(buf + 3, 65535));
+}
+END_TEST
+
 START_TEST(ping_sends_valid_echo_request)
 {
 	uint8_t r[256];
@@ -333,6 +369,7 @@ static Suite *ipv4_suite(void)
 	tcase_add_test(tc, output_off_link_without_gateway_unreachable);
 	tcase_add_test(tc, output_off_link_resolves_gateway);
 	tcase_add_test(tc, ping_sends_valid_echo_request);
+	tcase_add_loop_test(tc, fast_sum_matches_rfc1071, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
