@@ -3,11 +3,14 @@
  * the conn_param private data is the MPA private data, unchanged (WIRE.md §1.5). */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+
+#include <rdma/rdma_verbs.h>
 
 #include "uiw_time.h"
 #include "verbs_internal.h"
@@ -188,7 +191,15 @@ static int fail(int err)
 
 struct rdma_event_channel *rdma_create_event_channel(void)
 {
-	struct uiw_event_channel *ch = calloc(1, sizeof(*ch));
+	int err = uiw_dropin_ensure();
+	UIW_API_LOCK();
+	struct uiw_event_channel *ch;
+
+	if (err != 0) {
+		errno = err;
+		return NULL;
+	}
+	ch = calloc(1, sizeof(*ch));
 
 	if (ch == NULL) {
 		errno = ENOMEM;
@@ -204,6 +215,7 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
+	UIW_API_LOCK();
 	struct uiw_event_channel *ch = (struct uiw_event_channel *)channel;
 
 	while (ch->head != NULL) {
@@ -219,6 +231,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 		   enum rdma_port_space ps)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c;
 
 	if (ps != RDMA_PS_TCP)
@@ -236,6 +249,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
 	if (c->state == CM_LISTEN && c->dev != NULL)
@@ -252,6 +266,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 
 int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	uint32_t ip;
 
@@ -272,6 +287,7 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
 		      int timeout_ms)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
 	(void)timeout_ms;
@@ -294,6 +310,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 
 int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
+	UIW_API_LOCK();
 	(void)timeout_ms;
 	if (((struct uiw_cm_id *)id)->dev == NULL)
 		return fail(EINVAL);
@@ -303,6 +320,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	int rc;
 
@@ -330,6 +348,7 @@ static void params_from(struct uiw_mpa_params *p, const struct uiw_dev *d,
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	struct uiw_mpa_params p;
 	struct sockaddr_in *dst = sin_of(&id->route.addr.dst_addr);
@@ -350,6 +369,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	struct uiw_mpa_params p;
 	int rc;
@@ -363,6 +383,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 
 int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
 	if (c->state != CM_REQUEST || c->conn == NULL)
@@ -373,6 +394,7 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 
 int rdma_disconnect(struct rdma_cm_id *id)
 {
+	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
 	if (c->conn == NULL)
@@ -394,11 +416,11 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	bool nonblock = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
 	uint64_t v;
 
-	while (ch->head == NULL) {
-		uiw_verbs_progress();
-		if (ch->head == NULL && nonblock)
+	UIW_API_LOCK();
+
+	while (ch->head == NULL)
+		if (!uiw_wait_some(channel->fd, nonblock) && ch->head == NULL)
 			return fail(EAGAIN);
-	}
 	struct cm_ev *e = ch->head;
 
 	ch->head = e->next;
@@ -414,6 +436,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
+	UIW_API_LOCK();
 	if (event->id != NULL && event->id->event == event)
 		event->id->event = NULL;
 	free(event);   /* the event is the first member of struct cm_ev */
@@ -422,6 +445,7 @@ int rdma_ack_cm_event(struct rdma_cm_event *event)
 
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
+	UIW_API_LOCK();
 	struct ibv_qp *qp;
 
 	if (pd == NULL || id->verbs == NULL || pd->context != id->verbs)
@@ -430,17 +454,13 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	if (qp == NULL)
 		return -1;
 	id->qp = qp;
-	((struct uiw_qp_v *)qp)->cm = (struct uiw_cm_id *)id;
+	((struct uiw_qp_v *)qp)->cm = id;
 	return 0;
-}
-
-void uiw_cm_forget_qp(struct uiw_cm_id *c)
-{
-	c->id.qp = NULL;
 }
 
 void rdma_destroy_qp(struct rdma_cm_id *id)
 {
+	UIW_API_LOCK();
 	if (id->qp == NULL)
 		return;
 	ibv_destroy_qp(id->qp);
@@ -461,4 +481,243 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
 	};
 
 	return (unsigned)event < sizeof(names) / sizeof(names[0]) ? names[event] : "UNKNOWN EVENT";
+}
+
+/* ---- Address resolution, ports, devices, and the calls iWARP has no use for. ---- */
+
+/*
+ * IPv4 only, by number or by name (the system resolver); @p service is the port. With
+ * RAI_PASSIVE the node (if any) is the source, else the destination.
+ */
+int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+		     struct rdma_addrinfo **res)
+{
+	struct addrinfo h = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	bool passive = hints != NULL && (hints->ai_flags & RAI_PASSIVE);
+	struct rdma_addrinfo *r;
+	struct sockaddr_in *sa;
+	int err = uiw_dropin_ensure();
+
+	if (err != 0)
+		return fail(err);
+	if (hints != NULL && hints->ai_family != 0 && hints->ai_family != AF_INET)
+		return fail(EAFNOSUPPORT);
+	if (hints != NULL && hints->ai_port_space != 0 && hints->ai_port_space != RDMA_PS_TCP)
+		return fail(EINVAL);
+	if (passive)
+		h.ai_flags |= AI_PASSIVE;
+	if (node == NULL && !passive)
+		return fail(EINVAL);
+	if (getaddrinfo(node, service, &h, &ai) != 0 || ai == NULL)
+		return fail(EADDRNOTAVAIL);
+	r = calloc(1, sizeof(*r));
+	sa = calloc(1, sizeof(*sa));
+	if (r == NULL || sa == NULL) {
+		free(r);
+		free(sa);
+		freeaddrinfo(ai);
+		return fail(ENOMEM);
+	}
+	memcpy(sa, ai->ai_addr, sizeof(*sa));
+	freeaddrinfo(ai);
+	r->ai_flags = passive ? RAI_PASSIVE : 0;
+	r->ai_family = AF_INET;
+	r->ai_qp_type = IBV_QPT_RC;
+	r->ai_port_space = RDMA_PS_TCP;
+	if (passive) {
+		r->ai_src_addr = (struct sockaddr *)sa;
+		r->ai_src_len = sizeof(*sa);
+	} else {
+		r->ai_dst_addr = (struct sockaddr *)sa;
+		r->ai_dst_len = sizeof(*sa);
+	}
+	*res = r;
+	return 0;
+}
+
+void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	while (res != NULL) {
+		struct rdma_addrinfo *next = res->ai_next;
+
+		free(res->ai_src_addr);
+		free(res->ai_dst_addr);
+		free(res->ai_src_canonname);
+		free(res->ai_dst_canonname);
+		free(res->ai_route);
+		free(res->ai_connect);
+		free(res);
+		res = next;
+	}
+}
+
+__be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return sin_of(&id->route.addr.src_addr)->sin_port;
+}
+
+__be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return sin_of(&id->route.addr.dst_addr)->sin_port;
+}
+
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context **out;
+
+	if (list == NULL)
+		return NULL;
+	out = calloc((size_t)n + 1, sizeof(*out));
+	for (int i = 0; out != NULL && i < n; i++)
+		out[i] = uiw_dev_context((struct uiw_dev *)(void *)list[i]);
+	ibv_free_device_list(list);
+	if (out == NULL)
+		errno = ENOMEM;
+	else if (num_devices != NULL)
+		*num_devices = n;
+	return out;
+}
+
+void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}
+
+/* The id's events go to @p channel from now on (those already queued stay where they are). */
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	UIW_API_LOCK();
+
+	if (channel == NULL)
+		return fail(ENOSYS);   /* synchronous ids are not provided */
+	id->channel = channel;
+	return 0;
+}
+
+/* Type of service and address reuse are taken and have no effect; others are refused. */
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
+{
+	(void)id, (void)optval, (void)optlen;
+	if (level == RDMA_OPTION_ID &&
+	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
+	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+		return 0;
+	return fail(ENOSYS);
+}
+
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
+{
+	struct ibv_qp_init_attr a = { .qp_context = qp_init_attr->qp_context,
+				      .send_cq = qp_init_attr->send_cq, .recv_cq = qp_init_attr->recv_cq,
+				      .srq = qp_init_attr->srq, .cap = qp_init_attr->cap,
+				      .qp_type = qp_init_attr->qp_type, .sq_sig_all = qp_init_attr->sq_sig_all };
+	int rc;
+
+	if ((qp_init_attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) != 0 ||
+	    !(qp_init_attr->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return fail(EOPNOTSUPP);
+	rc = rdma_create_qp(id, qp_init_attr->pd, &a);
+	qp_init_attr->cap = a.cap;
+	return rc;
+}
+
+/* The attributes a QP made outside rdma_cm would be given: iWARP QPs follow their
+ * connection, so only the access rights mean anything. */
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	(void)id;
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	qp_attr->qp_state = IBV_QPS_RTS;
+	qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	*qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS;
+	return 0;
+}
+
+/* iWARP connections are up when MPA says so: nothing to complete. */
+int rdma_establish(struct rdma_cm_id *id)
+{
+	(void)id;
+	return 0;
+}
+
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	(void)id, (void)event;
+	return 0;
+}
+
+/* Not provided: synchronous ids (rdma_create_ep, rdma_get_request), SRQs made by rdma_cm,
+ * multicast (no UD), ECE. */
+int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+		   struct ibv_qp_init_attr *qp_init_attr)
+{
+	(void)id, (void)res, (void)pd, (void)qp_init_attr;
+	return fail(ENOSYS);
+}
+
+void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	(void)id;
+}
+
+int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	(void)listen, (void)id;
+	return fail(ENOSYS);
+}
+
+int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	(void)id, (void)pd, (void)attr;
+	return fail(ENOSYS);
+}
+
+int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	(void)id, (void)attr;
+	return fail(ENOSYS);
+}
+
+void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	(void)id;
+}
+
+int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+	(void)id, (void)addr, (void)context;
+	return fail(ENOSYS);
+}
+
+int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
+			   void *context)
+{
+	(void)id, (void)mc_join_attr, (void)context;
+	return fail(ENOSYS);
+}
+
+int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	(void)id, (void)addr;
+	return fail(ENOSYS);
+}
+
+int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id, (void)ece;
+	return fail(EOPNOTSUPP);
+}
+
+int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id, (void)ece;
+	return fail(EOPNOTSUPP);
+}
+
+int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	(void)id, (void)private_data, (void)private_data_len;
+	return fail(EOPNOTSUPP);
 }

@@ -3,6 +3,7 @@
  * path that verbs.h's inline functions reach through context->ops. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,20 @@
 
 static struct uiw_dev *devs[UIW_VERBS_MAX_DEVICES];
 static unsigned ndevs;
+
+bool uiw_threaded;
+pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+uint64_t uiw_inline_progress_ns;
+
+/* The static library has no instance of its own and no progress thread (dropin.c). */
+__attribute__((weak)) int uiw_dropin_ensure(void)
+{
+	return 0;
+}
+
+__attribute__((weak)) void uiw_dropin_progress_thread(void)
+{
+}
 
 int uiw_errno(int rc)
 {
@@ -69,7 +84,7 @@ static void ring_doorbells(struct uiw_dev *d)
 	}
 }
 
-void uiw_verbs_progress(void)
+void uiw_verbs_progress_locked(void)
 {
 	uint64_t now = uiw_now_ns();
 
@@ -78,6 +93,36 @@ void uiw_verbs_progress(void)
 		uiw_tcp_poll(devs[i]->tcp, now);
 		uiw_mpa_run(devs[i]->mpa, now);
 	}
+}
+
+void uiw_inline_pass(void)
+{
+	uiw_verbs_progress_locked();
+	if (uiw_threaded)
+		uiw_inline_progress_ns = uiw_now_ns();
+}
+
+void uiw_verbs_progress(void)
+{
+	UIW_API_LOCK();
+
+	uiw_inline_pass();
+}
+
+bool uiw_wait_some(int fd, bool nonblock)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (nonblock || !uiw_threaded) {
+		uiw_inline_pass();
+		return !nonblock;
+	}
+	uiw_dropin_progress_thread();
+	pthread_mutex_unlock(&uiw_big_lock);
+	if (poll(&p, 1, 10) < 0 && errno != EINTR)
+		usleep(1000);
+	pthread_mutex_lock(&uiw_big_lock);
+	return true;
 }
 
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip)
@@ -102,8 +147,15 @@ struct uiw_dev *uiw_dev_for_dst(uint32_t dst)
 
 struct ibv_device **ibv_get_device_list(int *num)
 {
-	struct ibv_device **list = calloc(ndevs + 1, sizeof(*list));
+	int err = uiw_dropin_ensure();
+	UIW_API_LOCK();
+	struct ibv_device **list;
 
+	if (err != 0) {
+		errno = err;
+		return NULL;
+	}
+	list = calloc(ndevs + 1, sizeof(*list));
 	if (list == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -117,6 +169,7 @@ struct ibv_device **ibv_get_device_list(int *num)
 
 void ibv_free_device_list(struct ibv_device **list)
 {
+	UIW_API_LOCK();
 	free(list);
 }
 
@@ -125,10 +178,23 @@ const char *ibv_get_device_name(struct ibv_device *device)
 	return device->name;
 }
 
+/* The node GUID: the port's MAC as an EUI-64 (universal/local bit flipped, FF FE in the
+ * middle), as siw derives it. */
+static __be64 dev_guid(const struct uiw_dev *d)
+{
+	const uint8_t *m = d->net->port->mac.addr_bytes;
+	uint8_t g[8] = { (uint8_t)(m[0] ^ 2), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5] };
+	__be64 v;
+
+	memcpy(&v, g, sizeof(v));
+	return v;
+}
+
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	(void)device;
-	return 0;
+	UIW_API_LOCK();
+
+	return dev_guid((const struct uiw_dev *)(void *)device);
 }
 
 static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
@@ -139,6 +205,7 @@ static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
+	UIW_API_LOCK();
 	struct uiw_ctx *c = calloc(1, sizeof(*c));
 	struct ibv_context *ctx;
 
@@ -169,6 +236,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 int ibv_close_device(struct ibv_context *context)
 {
+	UIW_API_LOCK();
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
 	free((char *)context - offsetof(struct uiw_ctx, vctx.context));
@@ -212,13 +280,13 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 	bool nonblock = (fcntl(context->async_fd, F_GETFL) & O_NONBLOCK) != 0;
 	uint64_t v;
 
-	while (c->async_head == c->async_tail) {
-		uiw_verbs_progress();
-		if (c->async_head == c->async_tail && nonblock) {
+	UIW_API_LOCK();
+
+	while (c->async_head == c->async_tail)
+		if (!uiw_wait_some(context->async_fd, nonblock) && c->async_head == c->async_tail) {
 			errno = EAGAIN;
 			return -1;
 		}
-	}
 	*event = c->async[c->async_head++ % ASYNC_EVENTS];
 	if (c->async_head == c->async_tail && read(context->async_fd, &v, sizeof(v)) < 0)
 		v = 0;
@@ -227,6 +295,7 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
+	UIW_API_LOCK();
 	(void)event;   /* nothing waits for acknowledgements: destroy drops pending events */
 }
 
@@ -286,11 +355,15 @@ struct ibv_context *uiw_dev_context(struct uiw_dev *d)
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 {
+	UIW_API_LOCK();
 	struct uiw_dev *d = ctx_dev(context);
 
 	memset(a, 0, sizeof(*a));
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "uiwarp");
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "0.1.0");
+	a->node_guid = dev_guid(d);
+	a->sys_image_guid = a->node_guid;
 	a->vendor_id = 0x756977;   /* "uiw": no vendor a program knows */
+	a->vendor_part_id = 1;
 	a->max_mr_size = UINT64_MAX;
 	a->page_size_cap = 4096;
 	a->max_qp = 1 << 16;
@@ -305,6 +378,10 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp_init_rd_atom = UIW_MPA_IRD_ORD_MAX;
 	a->max_res_rd_atom = UIW_MPA_IRD_ORD_MAX << 16;
 	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->max_srq = 1 << 16;
+	a->max_srq_wr = 32768;
+	a->max_srq_sge = UIW_MAX_SGE;
+	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
 	return 0;
 }
@@ -312,6 +389,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 #undef ibv_query_port
 int ibv_query_port(struct ibv_context *context, uint8_t port, struct _compat_ibv_port_attr *compat)
 {
+	UIW_API_LOCK();
 	/* Callers hand in a struct ibv_port_attr (verbs.h's inline ___ibv_query_port). */
 	struct ibv_port_attr *a = (struct ibv_port_attr *)(void *)compat;
 	struct uiw_dev *d = ctx_dev(context);
@@ -332,6 +410,7 @@ int ibv_query_port(struct ibv_context *context, uint8_t port, struct _compat_ibv
 
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
+	UIW_API_LOCK();
 	struct uiw_pd_v *p = calloc(1, sizeof(*p));
 
 	if (p == NULL) {
@@ -346,6 +425,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	UIW_API_LOCK();
 	free(pd);
 	return 0;
 }
@@ -353,6 +433,7 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 #undef ibv_reg_mr
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
+	UIW_API_LOCK();
 	struct uiw_dev *d = ctx_dev(pd->context);
 	struct uiw_mr_v *m = calloc(1, sizeof(*m));
 	static const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -383,6 +464,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				unsigned int access)
 {
+	UIW_API_LOCK();
 	struct ibv_mr *mr = ibv_reg_mr(pd, addr, length, (int)access);
 
 	if (mr != NULL)
@@ -392,6 +474,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
+	UIW_API_LOCK();
 	struct uiw_mr_v *m = (struct uiw_mr_v *)mr;
 
 	uiw_stag_deregister(&ctx_dev(mr->context)->stags, m->m);
@@ -403,6 +486,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
+	UIW_API_LOCK();
 	struct uiw_channel *c = calloc(1, sizeof(*c));
 
 	if (c == NULL) {
@@ -420,6 +504,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 
 int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+	UIW_API_LOCK();
 	if (channel->refcnt > 0)
 		return EBUSY;
 	close(channel->fd);
@@ -445,6 +530,7 @@ static void cq_notify(void *arg, struct uiw_cq *core)
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
+	UIW_API_LOCK();
 	struct uiw_cq_v *c = calloc(1, sizeof(*c));
 
 	(void)comp_vector;
@@ -468,6 +554,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
+	UIW_API_LOCK();
 	struct uiw_cq_v *c = (struct uiw_cq_v *)cq;
 
 	if (cq->channel != NULL)
@@ -483,15 +570,15 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	bool nonblock = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
 	uint64_t v;
 
-	/* Progress is ours to make: poll until the event is there (or at once if the fd is
-	 * non-blocking). */
-	while (ch->head == ch->tail) {
-		uiw_verbs_progress();
-		if (ch->head == ch->tail && nonblock) {
+	UIW_API_LOCK();
+
+	/* Progress is made here, or by the progress thread while this one sleeps on the fd
+	 * (a non-blocking fd: one pass, then EAGAIN). */
+	while (ch->head == ch->tail)
+		if (!uiw_wait_some(channel->fd, nonblock) && ch->head == ch->tail) {
 			errno = EAGAIN;
 			return -1;
 		}
-	}
 	*cq = ch->q[ch->head++ % CHANNEL_EVENTS];
 	*cq_context = (*cq)->cq_context;
 	if (ch->head == ch->tail && read(channel->fd, &v, sizeof(v)) < 0)
@@ -501,6 +588,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 
 void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
+	UIW_API_LOCK();
 	cq->comp_events_completed += nevents;
 }
 
@@ -526,10 +614,12 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 						  [UIW_WC_RECV] = IBV_WC_RECV };
 	int k = 0;
 
+	UIW_API_LOCK();
+
 	if (n < 0)
 		return -1;
 	if (c->core.head == c->core.tail)
-		uiw_verbs_progress();   /* one bounded pass: the caller's poll drives the engine */
+		uiw_inline_pass();   /* one bounded pass: the caller's poll drives the engine */
 	for (; k < n; k++) {
 		struct uiw_wc w;
 
@@ -546,6 +636,7 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
+	UIW_API_LOCK();
 	uiw_cq_arm(&((struct uiw_cq_v *)cq)->core, solicited_only != 0);
 	return 0;
 }
@@ -577,6 +668,7 @@ static const struct uiw_qp_events qp_events = { .error = qp_error_event };
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
+	UIW_API_LOCK();
 	struct uiw_dev *d = ctx_dev(pd->context);
 	struct uiw_qp_v *q;
 
@@ -626,10 +718,11 @@ struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp)
 
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
+	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
 
 	if (q->cm != NULL)
-		uiw_cm_forget_qp(q->cm);   /* its connection must not reach a freed QP */
+		q->cm->qp = NULL;   /* the id forgets it: its connection must not reach a freed QP */
 	for (struct uiw_qp_v **p = &q->dev->kick; *p != NULL; p = &(*p)->kick_next)
 		if (*p == q) {
 			*p = q->kick_next;
@@ -643,6 +736,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 
 int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
+	UIW_API_LOCK();
 	/* iWARP QPs move with their connection (rdma_cm); an application may only take one
 	 * to ERROR. */
 	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR)
@@ -655,6 +749,7 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 
 int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
 {
+	UIW_API_LOCK();
 	static const enum ibv_qp_state map[] = { [UIW_QPS_IDLE] = IBV_QPS_INIT, [UIW_QPS_RTS] = IBV_QPS_RTS,
 						 [UIW_QPS_CLOSING] = IBV_QPS_SQD,
 						 [UIW_QPS_TERMINATE] = IBV_QPS_SQE,
@@ -748,6 +843,7 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
  */
 static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
 	bool ring = false;
 	int rc = 0;
@@ -777,6 +873,7 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
+	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
 
 	for (; wr != NULL; wr = wr->next) {
@@ -807,6 +904,7 @@ static void srq_limit_event(void *arg, struct uiw_srq *core)
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
+	UIW_API_LOCK();
 	struct uiw_srq_v *s = calloc(1, sizeof(*s));
 
 	if (s == NULL || attr->attr.max_wr == 0 || attr->attr.max_wr > 32768 ||
@@ -827,6 +925,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 
 int ibv_destroy_srq(struct ibv_srq *srq)
 {
+	UIW_API_LOCK();
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
 	async_forget(srq->context, srq);
@@ -837,6 +936,7 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 
 int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
+	UIW_API_LOCK();
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
 	if (mask & IBV_SRQ_MAX_WR)
@@ -851,6 +951,7 @@ int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 
 int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
+	UIW_API_LOCK();
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
 	attr->max_wr = s->core.cap;
@@ -861,6 +962,7 @@ int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
+	UIW_API_LOCK();
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
 	for (; wr != NULL; wr = wr->next) {

@@ -9,7 +9,53 @@
 #include "rdmap.h"
 #include "uiw_verbs.h"
 
+#include <pthread.h>
+
 #define CHANNEL_EVENTS 1024
+
+/*
+ * Threads. The static library serves one thread (the tools, the tests). The drop-in
+ * libraries serve any program: there every entry point holds the big lock (UIW_API_LOCK,
+ * released on every return), and blocking waits sleep on their fd while the progress
+ * thread runs the stack.
+ */
+extern bool uiw_threaded;
+extern pthread_mutex_t uiw_big_lock;           /* recursive */
+extern uint64_t uiw_inline_progress_ns;        /* the program's own last pass */
+
+static inline int uiw_api_lock(void)
+{
+	if (!uiw_threaded)
+		return 0;
+	pthread_mutex_lock(&uiw_big_lock);
+	return 1;
+}
+
+static inline void uiw_api_unlock(int *held)
+{
+	if (*held)
+		pthread_mutex_unlock(&uiw_big_lock);
+}
+
+#define UIW_API_LOCK() int uiw_held_ __attribute__((cleanup(uiw_api_unlock))) = uiw_api_lock()
+
+/* One poll pass over every device, the lock held. */
+void uiw_verbs_progress_locked(void);
+/* A pass made for the program (poll_cq, a non-blocking wait): the progress thread then
+ * keeps out of its way for a while. */
+void uiw_inline_pass(void);
+/*
+ * The queue a blocking call waits on is empty (called with the lock held). Non-blocking or
+ * single-threaded: one pass. Threaded and blocking: the progress thread runs while this
+ * thread sleeps on @p fd a little. @return false when a non-blocking caller should give up
+ * (EAGAIN) if the queue is still empty.
+ */
+bool uiw_wait_some(int fd, bool nonblock);
+
+/* dropin.c (weak no-ops in the static library): the instance from the environment, and
+ * the progress thread. */
+int uiw_dropin_ensure(void);
+void uiw_dropin_progress_thread(void);
 
 struct uiw_dev {
 	struct ibv_device dev;
@@ -72,7 +118,7 @@ struct uiw_qp_v {
 	bool sig_all;
 	bool kicked;                  /* on the device's doorbell list */
 	struct uiw_qp_v *kick_next;
-	struct uiw_cm_id *cm;
+	struct rdma_cm_id *cm;        /* the id it was made on (rdma_create_qp), if any */
 };
 
 static inline struct uiw_ctx *ctx_of(struct ibv_context *c)
@@ -91,7 +137,5 @@ struct uiw_dev *uiw_dev_by_ip(uint32_t ip);
 struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
 int uiw_errno(int rc);
 
-/* cma.c: the id a QP was created on forgets it (ibv_destroy_qp on an rdma_cm QP). */
-void uiw_cm_forget_qp(struct uiw_cm_id *c);
 
 #endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The drop-in libibverbs.so.1: the process's stack instance, brought up from the
+ * environment at the first verbs or rdma_cm call, and the progress thread that serves
+ * programs which block in rdma_get_cm_event() or ibv_get_cq_event().
+ *
+ * Configuration: $UIWARP_CONF names a configuration file, $UIWARP_CONFIG holds the same
+ * keys inline ("port=...; ip=A.B.C.D/N; ..."), docs/CONFIG.md lists them. Without either,
+ * the first call fails with ENODEV and says so on stderr.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mpa.h"
+#include "net.h"
+#include "tcp.h"
+#include "uiw_config.h"
+#include "uiw_fault.h"
+#include "uiw_log.h"
+#include "uiw_port.h"
+#include "uiw_time.h"
+#include "verbs_internal.h"
+
+#define NO_CONFIG_TEXT                                                                       \
+	"uiwarp: no configuration: set UIWARP_CONF to a configuration file, or UIWARP_CONFIG " \
+	"to 'port=DEVARGS; ip=A.B.C.D/N' (docs/DROPIN.md)"
+
+/* The progress thread leaves the stack to a program that polls it itself: after a pass
+ * of the program's own within this long, the thread sleeps instead. */
+#define INLINE_QUIET_NS (200 * 1000ull)
+#define THREAD_NAP_US 50
+
+static struct {
+	pthread_once_t once;
+	int err;                 /* 0 once up; else the errno every call reports */
+	struct uiw_config cfg;
+	struct uiw_port port;
+	struct uiw_fault fault;
+	struct uiw_net net;
+	struct uiw_tcp *tcp;
+	struct uiw_mpa *mpa;
+	pthread_t thread;
+	bool thread_started;
+} inst = { .once = PTHREAD_ONCE_INIT };
+
+static void bring_up(void)
+{
+	char err[512];
+
+	uiw_threaded = true;
+	uiw_config_defaults(&inst.cfg);
+	if (getenv("UIWARP_CONF") == NULL && getenv("UIWARP_CONFIG") == NULL) {
+		fprintf(stderr, "%s\n", NO_CONFIG_TEXT);
+		inst.err = ENODEV;
+		return;
+	}
+	if (uiw_config_load_env(&inst.cfg, err, sizeof(err)) != 0 ||
+	    uiw_config_validate(&inst.cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "uiwarp: configuration: %s\n", err);
+		inst.err = EINVAL;
+		return;
+	}
+	uiw_log_level_set(inst.cfg.log_level);
+	if (uiw_eal_init(&inst.cfg, "uiwarp") != 0 || uiw_port_open(&inst.port, &inst.cfg) != 0) {
+		fprintf(stderr, "uiwarp: cannot bring up port '%s' (see the messages above)\n",
+			inst.cfg.port);
+		inst.err = ENODEV;
+		return;
+	}
+	if (uiw_fault_attach(&inst.port, &inst.fault, &inst.cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "uiwarp: configuration: %s\n", err);
+		inst.err = EINVAL;
+		return;
+	}
+	if (uiw_port_wait_link(&inst.port, 10000) != 0)
+		UIW_WARN("port %s: link still down; going on", inst.port.name);
+	uiw_net_init(&inst.net, &inst.port, &inst.cfg);
+	if (uiw_tcp_create(&inst.tcp, &inst.net, &inst.cfg) != 0 ||
+	    uiw_mpa_create(&inst.mpa, inst.tcp, inst.port.pool) != 0 ||
+	    uiw_verbs_add_device(&inst.net, inst.tcp, inst.mpa, &inst.cfg) != 0) {
+		fprintf(stderr, "uiwarp: cannot create the stack instance\n");
+		inst.err = ENOMEM;
+		return;
+	}
+	uiw_net_start(&inst.net, uiw_now_ns());
+	uiw_port_flush(&inst.port);
+}
+
+int uiw_dropin_ensure(void)
+{
+	pthread_once(&inst.once, bring_up);
+	return inst.err;
+}
+
+static void *progress_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		uint64_t quiet_since;
+
+		pthread_mutex_lock(&uiw_big_lock);
+		quiet_since = uiw_now_ns() - uiw_inline_progress_ns;
+		if (quiet_since > INLINE_QUIET_NS)
+			uiw_verbs_progress_locked();
+		pthread_mutex_unlock(&uiw_big_lock);
+		if (quiet_since <= INLINE_QUIET_NS)
+			usleep(THREAD_NAP_US);
+	}
+	return NULL;
+}
+
+/* A program waits for an event: from now on a thread makes progress for it. Called with
+ * the lock held. */
+void uiw_dropin_progress_thread(void)
+{
+	if (inst.thread_started || inst.err != 0 || !uiw_threaded)
+		return;
+	if (pthread_create(&inst.thread, NULL, progress_main, NULL) == 0) {
+		pthread_detach(inst.thread);
+		inst.thread_started = true;
+	}
+}
