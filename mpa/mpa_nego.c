@@ -223,6 +223,7 @@ struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	}
 	c->info.pd = rep.pd;
 	c->info.pd_len = rep.pd_len;
+	c->deadline = 0;   /* the Reply came: the connect timer is done */
 	mpa_start_full(c);
 	if (c->p.first_delay_us > 0)
 		c->release_at = uiw_now_ns() + (uint64_t)c->p.first_delay_us * 1000u;

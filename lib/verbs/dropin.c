@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -31,7 +32,7 @@
 
 /* The progress thread leaves the stack to a program that polls it itself: after a pass
  * of the program's own within this long, the thread sleeps instead. */
-#define INLINE_QUIET_NS (200 * 1000ull)
+#define INLINE_QUIET_NS (50 * 1000ull)
 #define THREAD_NAP_US 50
 
 static struct {
@@ -76,8 +77,9 @@ static void bring_up(void)
 		inst.err = EINVAL;
 		return;
 	}
-	if (uiw_port_wait_link(&inst.port, 10000) != 0)
-		UIW_WARN("port %s: link still down; going on", inst.port.name);
+	/* No wait for the link: a memif or vhost server's link comes up only when its peer
+	 * process connects, and a listener must be listening by then (TCP retransmits what
+	 * leaves while the link is down). */
 	uiw_net_init(&inst.net, &inst.port, &inst.cfg);
 	if (uiw_tcp_create(&inst.tcp, &inst.net, &inst.cfg) != 0 ||
 	    uiw_mpa_create(&inst.mpa, inst.tcp, inst.port.pool) != 0 ||
@@ -88,6 +90,9 @@ static void bring_up(void)
 	}
 	uiw_net_start(&inst.net, uiw_now_ns());
 	uiw_port_flush(&inst.port);
+	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
+	 * call that could drive the stack: the thread runs from the start. */
+	uiw_dropin_progress_thread();
 }
 
 int uiw_dropin_ensure(void)
@@ -102,6 +107,10 @@ static void *progress_main(void *arg)
 	for (;;) {
 		uint64_t quiet_since;
 
+		if (__atomic_load_n(&uiw_api_waiting, __ATOMIC_RELAXED) > 0) {
+			sched_yield();   /* a program thread wants the lock: it goes first */
+			continue;
+		}
 		pthread_mutex_lock(&uiw_big_lock);
 		quiet_since = uiw_now_ns() - uiw_inline_progress_ns;
 		if (quiet_since > INLINE_QUIET_NS)

@@ -19,6 +19,7 @@ static unsigned ndevs;
 bool uiw_threaded;
 pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
+unsigned uiw_api_waiting;
 
 /* The static library has no instance of its own and no progress thread (dropin.c). */
 __attribute__((weak)) int uiw_dropin_ensure(void)
@@ -121,7 +122,9 @@ bool uiw_wait_some(int fd, bool nonblock)
 	pthread_mutex_unlock(&uiw_big_lock);
 	if (poll(&p, 1, 10) < 0 && errno != EINTR)
 		usleep(1000);
+	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&uiw_big_lock);
+	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
 	return true;
 }
 

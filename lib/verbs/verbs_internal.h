@@ -22,12 +22,16 @@
 extern bool uiw_threaded;
 extern pthread_mutex_t uiw_big_lock;           /* recursive */
 extern uint64_t uiw_inline_progress_ns;        /* the program's own last pass */
+extern unsigned uiw_api_waiting;               /* program threads waiting for the lock */
 
 static inline int uiw_api_lock(void)
 {
 	if (!uiw_threaded)
 		return 0;
+	/* The progress thread gives way while a program thread waits (a mutex is not fair). */
+	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&uiw_big_lock);
+	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 

@@ -695,6 +695,42 @@ START_TEST(empty_receive_queue_terminated)
 }
 END_TEST
 
+static bool elapsed(void *arg)
+{
+	return uiw_now_ns() >= *(const uint64_t *)arg;
+}
+
+/* A connection outlives the MPA timers: idle for four times the Reply timeout after it is
+ * up, it still carries a Send both ways (the initiator's connect timer once cut every
+ * connection at mpa_reply_timeout_ms). */
+START_TEST(idle_connection_outlives_the_mpa_timers)
+{
+	struct policy p = policies[0];
+
+	base_config(&p);
+	cfg.mpa_reply_timeout_ms = 100;
+	cfg.mpa_request_timeout_ms = 100;
+	pair_setup_cfg(&cfg);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.net, pair_a.tcp, pair_a.mpa, &cfg), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.net, pair_b.tcp, pair_b.mpa, &cfg), 0);
+	connect_pair();
+	uint64_t until = uiw_now_ns() + 400 * UIW_NS_PER_MS;
+
+	pair_run_until(elapsed, &until, 1000);
+	struct ibv_recv_wr rs = { .wr_id = 1 }, rc = { .wr_id = 2 };
+	struct ibv_send_wr s = { .wr_id = 3, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+
+	ck_assert_int_eq(recv1(&srv, &rs), 0);
+	ck_assert_int_eq(recv1(&cli, &rc), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &s), 0);
+	ck_assert_int_eq(post1(srv.id->qp, &s), 0);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+		ck_assert_int_eq(poll_one(srv.cq).status, IBV_WC_SUCCESS);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs_ops");
@@ -707,6 +743,7 @@ int main(void)
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, shared_receive_queue_several_sges);
 	tcase_add_test(tc, empty_receive_queue_terminated);
+	tcase_add_test(tc, idle_connection_outlives_the_mpa_timers);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Unmodified Debian rdma-core programs on the drop-in libraries (LD_LIBRARY_PATH=DROPIN_DIR):
+# a program without configuration exits naming the variable; ibv_devices and ibv_devinfo
+# show the device; then between two processes, over memif and over a veth pair between two
+# namespaces (af_packet): rping -C 100 -V both ways checks its data, ucmatose completes,
+# and perftest's ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat and
+# ib_read_lat (-R, rdma_cm) complete with their own checks from 2 B to 1 MiB.
+# usage: dropin.sh DROPIN_DIR
+set -u
+lib=$(cd "${1:?usage: dropin.sh DROPIN_DIR}" && pwd)
+for t in ibv_devices ibv_devinfo rping ucmatose ib_send_bw ib_write_bw ib_read_bw \
+	ib_send_lat ib_write_lat ib_read_lat; do
+	command -v "$t" >/dev/null || { echo "SKIP: $t not installed (ibverbs-utils, rdmacm-utils, perftest)"; exit 77; }
+done
+tmp=$(mktemp -d /tmp/uiw-dropin.XXXXXX)
+ns_a="uiw-di-a-$$" ns_b="uiw-di-b-$$"
+spid=""
+cleanup() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	ip netns del "$ns_a" 2>/dev/null
+	ip netns del "$ns_b" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+common="hugepages=off; memory=512; mbufs=16383"
+fail=0 n=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# 1. No configuration: a clear error naming the variables, no crash.
+out=$(env -u UIWARP_CONF -u UIWARP_CONFIG LD_LIBRARY_PATH="$lib" ibv_devices 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "UIWARP_CONF" <<<"$out"; then
+	echo "ok: no configuration: rc $rc, '$(head -1 <<<"$out")'"
+else
+	bad "no configuration: rc $rc: $out"
+fi
+out=$(env -u UIWARP_CONF -u UIWARP_CONFIG LD_LIBRARY_PATH="$lib" timeout 20 rping -s -a 10.0.0.1 -C 1 2>&1)
+rc=$?
+[ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "UIWARP_CONF" <<<"$out" || bad "rping without configuration: rc $rc: $out"
+
+# 2. The device as ibv_devices and ibv_devinfo show it (one process on a ring port).
+ring="port=net_ring0; ip=10.71.0.1/24; $common"
+out=$(LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ring" ibv_devices 2>&1)
+grep -q "^ *uiw0 *[0-9a-f]\{16\}" <<<"$out" && echo "ok: ibv_devices lists uiw0" || bad "ibv_devices: $out"
+out=$(LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ring" ibv_devinfo -v 2>&1)
+if grep -q "transport:.*iWARP" <<<"$out" && grep -q "state:.*PORT_ACTIVE" <<<"$out" &&
+	grep -q "link_layer:.*Ethernet" <<<"$out"; then
+	echo "ok: ibv_devinfo -v: iWARP, port active, Ethernet"
+else
+	bad "ibv_devinfo: $out"
+fi
+
+# pair LINK NAME CHECK SERVER_CMD -- CLIENT_CMD: runs a server and a client program on
+# the drop-in libraries, one core each, and checks both exit 0 and that CHECK (a grep
+# pattern) is in the client's output. LINK: memif (two processes here) or veth (one per
+# namespace, af_packet on a veth pair).
+pair() {
+	local link=$1 name=$2 check=$3 scfg ccfg sock srv=() cli=() sns=() cns=()
+	shift 3
+	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	n=$((n + 1))
+	if [ "$link" = memif ]; then
+		sock="$tmp/m$n.sock"
+		scfg="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.70.0.1/24; lcores=1; $common"
+		ccfg="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.70.0.2/24; lcores=0; $common"
+	else
+		scfg="port=net_af_packet0,iface=uiwdi0; ip=10.70.0.1/24; lcores=1; $common"
+		ccfg="port=net_af_packet0,iface=uiwdi1; ip=10.70.0.2/24; lcores=0; $common"
+		sns=(ip netns exec "$ns_a")
+		cns=(ip netns exec "$ns_b")
+	fi
+	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" timeout 120 "${srv[@]}" \
+		>"$tmp/server.log" 2>&1 &
+	spid=$!
+	if [ "$link" = memif ]; then
+		for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	fi
+	sleep 1   # the server's rdma_listen
+	local t0=$SECONDS crc src
+	"${cns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ccfg" timeout 120 "${cli[@]}" \
+		>"$tmp/client.log" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	spid=""
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] || ! grep -q -- "$check" "$tmp/client.log"; then
+		bad "$link $name: client rc $crc, server rc $src"
+		tail -15 "$tmp/client.log" | sed 's/^/  client: /'
+		tail -15 "$tmp/server.log" | sed 's/^/  server: /'
+		return
+	fi
+	echo "ok: $link $name ($((SECONDS - t0)) s)"
+}
+
+# rping: 100 pings with data validation; both sides print each one.
+rping_pair() {
+	local link=$1
+	pair "$link" "rping -C 100 -V" "ping data: rdma-ping-99:" \
+		rping -s -a 10.70.0.1 -C 100 -V -v -- rping -c -a 10.70.0.1 -C 100 -V -v
+	if [ "$(grep -c "ping data: rdma-ping-" "$tmp/server.log")" -ne 100 ]; then
+		bad "$link rping: the server saw $(grep -c "ping data" "$tmp/server.log") of 100 pings"
+	fi
+}
+
+# perftest -R between the two: PROGRAM SIZE [options].
+perf() {
+	local link=$1 prog=$2 size=$3
+	shift 3
+	pair "$link" "$prog -s $size" "^ *$size " "$prog" -R -s "$size" "$@" -- \
+		"$prog" -R -s "$size" "$@" 10.70.0.1
+}
+
+perftest_set() {
+	local link=$1 sizes=$2
+	for size in $sizes; do
+		for prog in ib_send_bw ib_write_bw ib_read_bw; do
+			perf "$link" "$prog" "$size" -n 200
+		done
+		for prog in ib_send_lat ib_write_lat ib_read_lat; do
+			perf "$link" "$prog" "$size" -n 200
+		done
+	done
+}
+
+rping_pair memif
+pair memif ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0.1
+perftest_set memif "2 4096 1048576"
+
+# The same over a veth pair between two namespaces (af_packet), when we may make them.
+if [ "$(id -u)" -eq 0 ] && ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b"; then
+	ip link add uiwdi0 netns "$ns_a" type veth peer name uiwdi1 netns "$ns_b"
+	ip -n "$ns_a" link set uiwdi0 up
+	ip -n "$ns_b" link set uiwdi1 up
+	rping_pair veth
+	pair veth ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0.1
+	perftest_set veth "65536"
+else
+	echo "note: veth cases skipped (needs root and network namespaces)"
+fi
+[ $fail -eq 0 ] && echo "all $n program pairs passed" || exit 1
