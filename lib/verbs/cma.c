@@ -397,15 +397,17 @@ int rdma_disconnect(struct rdma_cm_id *id)
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
-	if (c->conn == NULL)
-		return fail(EINVAL);
+	if (c->conn == NULL)   /* gone already (the peer closed first): nothing left to do */
+		return c->state == CM_CLOSED ? 0 : fail(EINVAL);
 	if (id->qp != NULL) {
 		struct uiw_qp *qp = uiw_verbs_qp_core(id->qp);
 
 		uiw_qp_kick(qp);   /* what was posted goes ahead of the FIN */
 		uiw_qp_disconnect(qp);
 	}
-	else
+	/* Also when the QP is no longer in RTS (the peer's FIN moved it to ERROR): our FIN
+	 * must still go, or the peer never hears the disconnect. */
+	if (c->conn != NULL)
 		uiw_mpa_close(c->conn);
 	return 0;
 }

@@ -32,8 +32,8 @@
 
 /* The progress thread leaves the stack to a program that polls it itself: after a pass
  * of the program's own within this long, the thread sleeps instead. */
-#define INLINE_QUIET_NS (50 * 1000ull)
-#define THREAD_NAP_US 50
+#define INLINE_QUIET_NS (5 * 1000ull)
+#define THREAD_NAP_US 20
 
 static struct {
 	pthread_once_t once;
@@ -48,12 +48,18 @@ static struct {
 	bool thread_started;
 } inst = { .once = PTHREAD_ONCE_INIT };
 
+static void drain_at_exit(void);
+
 static void bring_up(void)
 {
 	char err[512];
 
 	uiw_threaded = true;
 	uiw_config_defaults(&inst.cfg);
+	/* Programs may have the passive side send first (ib_write_lat's server does): MPA
+	 * peer-to-peer mode, so the initiator's RTR opens the way (RFC 6581 §4). The
+	 * configuration may still say mpa_p2p=0. */
+	inst.cfg.mpa_p2p = 1;
 	if (getenv("UIWARP_CONF") == NULL && getenv("UIWARP_CONFIG") == NULL) {
 		fprintf(stderr, "%s\n", NO_CONFIG_TEXT);
 		inst.err = ENODEV;
@@ -90,9 +96,29 @@ static void bring_up(void)
 	}
 	uiw_net_start(&inst.net, uiw_now_ns());
 	uiw_port_flush(&inst.port);
+	atexit(drain_at_exit);
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
 	uiw_dropin_progress_thread();
+}
+
+/*
+ * At exit: the stack lives in this process, so what it still has to send (the FIN and
+ * last ACKs of a disconnect the program made just before returning) goes now or never.
+ * Up to EXIT_DRAIN_MS of passes, until no connection is left.
+ */
+#define EXIT_DRAIN_MS 300
+
+static void drain_at_exit(void)
+{
+	uint64_t end = uiw_now_ns() + EXIT_DRAIN_MS * UIW_NS_PER_MS;
+
+	pthread_mutex_lock(&uiw_big_lock);
+	do   /* at least one pass: a reset an abort just queued goes out too */
+		uiw_verbs_progress_locked();
+	while (uiw_tcp_conn_count(inst.tcp) > 0 && uiw_now_ns() < end);
+	uiw_port_flush(&inst.port);
+	pthread_mutex_unlock(&uiw_big_lock);
 }
 
 int uiw_dropin_ensure(void)
@@ -103,7 +129,15 @@ int uiw_dropin_ensure(void)
 
 static void *progress_main(void *arg)
 {
+	cpu_set_t all;
+
 	(void)arg;
+	/* Not on the program's pinned core only (the EAL pins the thread that started it, and
+	 * a new thread inherits that): the kernel may run it wherever there is room. */
+	CPU_ZERO(&all);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+		CPU_SET((int)c, &all);
+	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 	for (;;) {
 		uint64_t quiet_since;
 
