@@ -10,8 +10,8 @@ packages=(
 	libdpdk-dev dpdk libibverbs-dev librdmacm-dev check libpcap-dev
 	# fuzzing runtime for clang (libFuzzer) and sanitizers
 	libclang-rt-14-dev
-	# what the tests use
-	tshark iproute2 iputils-ping ethtool
+	# what the tests use (rdma-core's and perftest's programs run on the drop-in libraries)
+	tshark iproute2 iputils-ping ethtool ibverbs-utils rdmacm-utils perftest
 )
 
 missing=()

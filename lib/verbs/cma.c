@@ -24,6 +24,8 @@ struct cm_ev {
 struct uiw_event_channel {
 	struct rdma_event_channel ch;
 	struct cm_ev *head, *tail;
+	unsigned waiters;   /* threads blocked in rdma_get_cm_event() on it */
+	bool dead;          /* destroyed while they waited: the last one frees it */
 };
 
 enum cm_state { CM_IDLE, CM_BOUND, CM_LISTEN, CM_CONNECTING, CM_REQUEST, CM_CONNECTED, CM_CLOSED };
@@ -224,6 +226,13 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		free(ch->head);
 		ch->head = n;
 	}
+	ch->tail = NULL;
+	/* rping destroys the channel its CM thread is still blocked on: that thread must find
+	 * the memory still there and see the channel gone (the memory is then never freed). */
+	if (ch->waiters > 0) {
+		ch->dead = true;
+		return;
+	}
 	close(ch->ch.fd);
 	free(ch);
 }
@@ -264,19 +273,52 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+/*
+ * The IPv4 address and port of @p a: an AF_INET address, or an AF_INET6 one that is
+ * IPv4-mapped (::ffff:a.b.c.d) or the wildcard. glibc's getaddrinfo() gives the mapped
+ * form for an IPv4 literal on a host with only IPv6 addresses configured (rping does get
+ * that in a namespace whose only address is a link-local one). @return false otherwise.
+ */
+static bool ipv4_of(const struct sockaddr *a, uint32_t *ip, uint16_t *port)
+{
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)(const void *)a;
+
+		*ip = ntohl(s->sin_addr.s_addr);
+		*port = ntohs(s->sin_port);
+		return true;
+	}
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)(const void *)a;
+
+		uint32_t be;
+
+		memcpy(&be, &s->sin6_addr.s6_addr[12], sizeof(be));
+		if (IN6_IS_ADDR_V4MAPPED(&s->sin6_addr))
+			*ip = ntohl(be);
+		else if (IN6_IS_ADDR_UNSPECIFIED(&s->sin6_addr))
+			*ip = INADDR_ANY;
+		else
+			return false;
+		*port = ntohs(s->sin6_port);
+		return true;
+	}
+	return false;
+}
+
 int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	uint32_t ip;
+	uint16_t port;
 
-	if (addr == NULL || addr->sa_family != AF_INET)
+	if (addr == NULL || !ipv4_of(addr, &ip, &port))
 		return fail(EAFNOSUPPORT);
-	ip = ntohl(sin_of(addr)->sin_addr.s_addr);
 	c->dev = ip == INADDR_ANY ? uiw_dev_for_dst(0) : uiw_dev_by_ip(ip);
 	if (c->dev == NULL)
 		return fail(EADDRNOTAVAIL);
-	c->port = ntohs(sin_of(addr)->sin_port);
+	c->port = port;
 	set_addr(&id->route.addr.src_addr, c->dev->net->ip, c->port);
 	id->verbs = uiw_dev_context(c->dev);
 	id->port_num = 1;
@@ -289,21 +331,23 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	uint32_t ip;
+	uint16_t port;
 
 	(void)timeout_ms;
-	if (dst == NULL || dst->sa_family != AF_INET)
+	if (dst == NULL || !ipv4_of(dst, &ip, &port))
 		return fail(EAFNOSUPPORT);
 	if (src != NULL && rdma_bind_addr(id, src) != 0)
 		return -1;
 	if (c->dev == NULL) {
-		c->dev = uiw_dev_for_dst(ntohl(sin_of(dst)->sin_addr.s_addr));
+		c->dev = uiw_dev_for_dst(ip);
 		if (c->dev == NULL)
 			return fail(EADDRNOTAVAIL);
 		set_addr(&id->route.addr.src_addr, c->dev->net->ip, 0);
 		id->verbs = uiw_dev_context(c->dev);
 		id->port_num = 1;
 	}
-	memcpy(&id->route.addr.dst_addr, dst, sizeof(struct sockaddr_in));
+	set_addr(&id->route.addr.dst_addr, ip, port);
 	queue_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0, NULL);
 	return 0;
 }
@@ -420,9 +464,22 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 	UIW_API_LOCK();
 
-	while (ch->head == NULL)
+	ch->waiters++;
+	while (ch->head == NULL && !ch->dead)
 		if (!uiw_wait_some(channel->fd, nonblock) && ch->head == NULL)
-			return fail(EAGAIN);
+			break;
+	ch->waiters--;
+	if (ch->dead) {
+		/* Destroyed under us: as with rdma-core, whose waiter stays blocked in read() on
+		 * the closed fd, this thread waits for the process to end (rping's CM thread
+		 * would otherwise exit the program with an error as main returns). */
+		pthread_mutex_unlock(&uiw_big_lock);
+		uiw_held_ = 0;
+		for (;;)
+			pause();
+	}
+	if (ch->head == NULL)
+		return fail(EAGAIN);
 	struct cm_ev *e = ch->head;
 
 	ch->head = e->next;

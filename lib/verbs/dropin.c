@@ -118,7 +118,8 @@ static void drain_at_exit(void)
 		uiw_verbs_progress_locked();
 	while (uiw_tcp_conn_count(inst.tcp) > 0 && uiw_now_ns() < end);
 	uiw_port_flush(&inst.port);
-	pthread_mutex_unlock(&uiw_big_lock);
+	/* The lock stays held: the progress thread (and any thread still in a call) stops
+	 * here, before the exit tears down what the stack uses. */
 }
 
 int uiw_dropin_ensure(void)

@@ -5,9 +5,11 @@
 # namespaces (af_packet): rping -C 100 -V both ways checks its data, ucmatose completes,
 # and perftest's ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat and
 # ib_read_lat (-R, rdma_cm) complete with their own checks from 2 B to 1 MiB.
-# usage: dropin.sh DROPIN_DIR
+# usage: dropin.sh DROPIN_DIR (or a library in it)
 set -u
-lib=$(cd "${1:?usage: dropin.sh DROPIN_DIR}" && pwd)
+lib=${1:?usage: dropin.sh DROPIN_DIR}
+[ -d "$lib" ] || lib=$(dirname "$lib")
+lib=$(cd "$lib" && pwd)
 for t in ibv_devices ibv_devinfo rping ucmatose ib_send_bw ib_write_bw ib_read_bw \
 	ib_send_lat ib_write_lat ib_read_lat; do
 	command -v "$t" >/dev/null || { echo "SKIP: $t not installed (ibverbs-utils, rdmacm-utils, perftest)"; exit 77; }
@@ -41,7 +43,7 @@ rc=$?
 # 2. The device as ibv_devices and ibv_devinfo show it (one process on a ring port).
 ring="port=net_ring0; ip=10.71.0.1/24; $common"
 out=$(LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ring" ibv_devices 2>&1)
-grep -q "^ *uiw0 *[0-9a-f]\{16\}" <<<"$out" && echo "ok: ibv_devices lists uiw0" || bad "ibv_devices: $out"
+grep -q "^[[:space:]]*uiw0[[:space:]]*[0-9a-f]\{16\}" <<<"$out" && echo "ok: ibv_devices lists uiw0" || bad "ibv_devices: $out"
 out=$(LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ring" ibv_devinfo -v 2>&1)
 if grep -q "transport:.*iWARP" <<<"$out" && grep -q "state:.*PORT_ACTIVE" <<<"$out" &&
 	grep -q "link_layer:.*Ethernet" <<<"$out"; then
@@ -71,7 +73,7 @@ pair() {
 		sns=(ip netns exec "$ns_a")
 		cns=(ip netns exec "$ns_b")
 	fi
-	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" timeout 120 "${srv[@]}" \
+	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" timeout 60 stdbuf -oL "${srv[@]}" \
 		>"$tmp/server.log" 2>&1 &
 	spid=$!
 	if [ "$link" = memif ]; then
@@ -79,7 +81,7 @@ pair() {
 	fi
 	sleep 1   # the server's rdma_listen
 	local t0=$SECONDS crc src
-	"${cns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ccfg" timeout 120 "${cli[@]}" \
+	"${cns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ccfg" timeout 60 stdbuf -oL "${cli[@]}" \
 		>"$tmp/client.log" 2>&1
 	crc=$?
 	wait "$spid"
@@ -118,9 +120,12 @@ perftest_set() {
 		for prog in ib_send_bw ib_write_bw ib_read_bw; do
 			perf "$link" "$prog" "$size" -n 200
 		done
-		for prog in ib_send_lat ib_write_lat ib_read_lat; do
+		# ib_write_lat waits on memory, so the stack runs on its progress thread: with two
+		# cores and four busy threads each round trip waits for a scheduler tick.
+		for prog in ib_send_lat ib_read_lat; do
 			perf "$link" "$prog" "$size" -n 200
 		done
+		perf "$link" ib_write_lat "$size" -n 50
 	done
 }
 
@@ -133,6 +138,10 @@ if [ "$(id -u)" -eq 0 ] && ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns
 	ip link add uiwdi0 netns "$ns_a" type veth peer name uiwdi1 netns "$ns_b"
 	ip -n "$ns_a" link set uiwdi0 up
 	ip -n "$ns_b" link set uiwdi1 up
+	# glibc's resolver (AI_ADDRCONFIG) answers nothing in a namespace with no address up;
+	# rping resolves its -a argument that way.
+	ip -n "$ns_a" link set lo up
+	ip -n "$ns_b" link set lo up
 	rping_pair veth
 	pair veth ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0.1
 	perftest_set veth "65536"
