@@ -41,7 +41,8 @@ static inline void uiw_api_unlock(int *held)
 		pthread_mutex_unlock(&uiw_big_lock);
 }
 
-#define UIW_API_LOCK() int uiw_held_ __attribute__((cleanup(uiw_api_unlock))) = uiw_api_lock()
+#define UIW_API_LOCK()                                                                       \
+	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock()
 
 /* One poll pass over every device, the lock held. */
 void uiw_verbs_progress_locked(void);
