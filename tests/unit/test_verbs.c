@@ -18,22 +18,13 @@
 #include "pair_fixture.h"
 #include "rdmap.h"
 #include "uiw_verbs.h"
+#include "verbs_fixture.h"
 
 #define PORT 7471
 #define SZ 65536
 
-struct ep {
-	struct ibv_srq *srq;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *cc;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr, *mr2;
-	uint8_t *buf;
-};
 
-static struct ep cli, srv;
+static struct verbs_ep cli, srv;
 static bool use_srq;
 static struct rdma_cm_id *listen_id;
 
@@ -49,55 +40,14 @@ static void setup(void)
 	memset(&srv, 0, sizeof(srv));
 }
 
-static void ep_fini(struct ep *e)
-{
-	if (e->id != NULL && e->id->qp != NULL)
-		rdma_destroy_qp(e->id);
-	if (e->srq != NULL)
-		ibv_destroy_srq(e->srq);
-	if (e->mr != NULL)
-		ibv_dereg_mr(e->mr);
-	if (e->mr2 != NULL)
-		ibv_dereg_mr(e->mr2);
-	if (e->cq != NULL)
-		ibv_destroy_cq(e->cq);
-	if (e->cc != NULL)
-		ibv_destroy_comp_channel(e->cc);
-	if (e->pd != NULL)
-		ibv_dealloc_pd(e->pd);
-	if (e->id != NULL)
-		rdma_destroy_id(e->id);
-	if (e->ch != NULL)
-		rdma_destroy_event_channel(e->ch);
-	free(e->buf);
-}
 
 static void teardown(void)
 {
-	struct rdma_event_channel *lch = listen_id != NULL ? listen_id->channel : NULL;
-
-	ep_fini(&cli);
-	srv.ch = NULL;   /* the server's channel is the listener's */
-	ep_fini(&srv);
-	if (listen_id != NULL)
-		rdma_destroy_id(listen_id);
-	if (lch != NULL)
-		rdma_destroy_event_channel(lch);
-	listen_id = NULL;
-	uiw_verbs_remove_devices();
-	pair_teardown();
+	verbs_pair_teardown(&cli, &srv, &listen_id);
 }
 
-static struct rdma_cm_event *expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
-{
-	struct rdma_cm_event *ev = NULL;
 
-	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
-	ck_assert_msg(ev->event == t, "got %s, wanted %s", rdma_event_str(ev->event), rdma_event_str(t));
-	return ev;
-}
-
-static void resources(struct ep *e, struct rdma_cm_id *id)
+static void resources(struct verbs_ep *e, struct rdma_cm_id *id)
 {
 	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 32, .max_recv_wr = 32,
@@ -129,27 +79,16 @@ static void resources(struct ep *e, struct rdma_cm_id *id)
 /* Listen on B, connect from A with private data, accept: both established. */
 static void connect_pair(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
-				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
 	struct rdma_conn_param cp = { .private_data = "hello", .private_data_len = 5,
 				      .initiator_depth = 4, .responder_resources = 4 };
 	struct rdma_cm_event *ev;
 
-	srv.ch = rdma_create_event_channel();
-	ck_assert_int_eq(rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(listen_id, (struct sockaddr *)&sa), 0);
-	ck_assert_int_eq(rdma_listen(listen_id, 4), 0);
-	cli.ch = rdma_create_event_channel();
-	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, &cli, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 2000), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(cli.id, 2000), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	verbs_listen_and_resolve(&cli, &srv, &listen_id, PORT);
 	ck_assert_str_eq(ibv_get_device_name(cli.id->verbs->device), "uiw0");
 	resources(&cli, cli.id);
 	ck_assert_int_eq(rdma_connect(cli.id, &cp), 0);
 
-	ev = expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ev = verbs_expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	ck_assert_ptr_eq(ev->listen_id, listen_id);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 5);
 	ck_assert_mem_eq(ev->param.conn.private_data, "hello", 5);
@@ -166,8 +105,8 @@ static void connect_pair(void)
 	cp.private_data = "welcome";
 	cp.private_data_len = 7;
 	ck_assert_int_eq(rdma_accept(srv.id, &cp), 0);
-	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED));
-	ev = expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED));
+	ev = verbs_expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 7);
 	ck_assert_mem_eq(ev->param.conn.private_data, "welcome", 7);
 	rdma_ack_cm_event(ev);
@@ -258,8 +197,8 @@ START_TEST(operations_through_the_api)
 
 	/* Disconnect: both sides hear it; later work completes flushed (the drain idiom). */
 	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
-	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
 	w.opcode = IBV_WR_SEND;
 	w.wr_id = 5;
 	w.send_flags = 0;
@@ -340,7 +279,7 @@ START_TEST(errors_as_the_man_pages_say)
 	ck_assert_uint_eq(wc.wr_id, 2);
 	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
 	ck_assert_uint_eq(uiw_qp_counters(uiw_verbs_qp_core(cli.id->qp))[UIW_RDMAP_C_tx_bad_lkey], 1);
-	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
 }
 END_TEST
 
@@ -357,14 +296,14 @@ START_TEST(reject_with_private_data)
 	cli.ch = rdma_create_event_channel();
 	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, NULL, RDMA_PS_TCP), 0);
 	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 2000), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	resources(&cli, cli.id);
 	ck_assert_int_eq(rdma_connect(cli.id, NULL), 0);
-	ev = expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ev = verbs_expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	ck_assert_int_eq(rdma_reject(ev->id, "full", 4), 0);
 	srv.id = ev->id;
 	rdma_ack_cm_event(ev);
-	ev = expect_event(cli.ch, RDMA_CM_EVENT_REJECTED);
+	ev = verbs_expect_event(cli.ch, RDMA_CM_EVENT_REJECTED);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
 	ck_assert_mem_eq(ev->param.conn.private_data, "full", 4);
 	rdma_ack_cm_event(ev);

@@ -26,6 +26,7 @@
 #include "rdmap.h"
 #include "uiw_time.h"
 #include "uiw_verbs.h"
+#include "verbs_fixture.h"
 
 #define PORT 7472
 #define BIG (1024u * 1024u)
@@ -36,18 +37,8 @@
 #define GUARD 0xa5
 #define WAIT_MS 20000
 
-struct ep {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *cc;
-	struct ibv_cq *cq;
-	struct ibv_srq *srq;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-};
 
-static struct ep cli, srv;
+static struct verbs_ep cli, srv;
 static struct rdma_cm_id *listen_id;
 static struct uiw_config cfg;
 
@@ -101,53 +92,14 @@ static void setup(void)
 	listen_id = NULL;
 }
 
-static void ep_fini(struct ep *e)
-{
-	if (e->id != NULL && e->id->qp != NULL)
-		rdma_destroy_qp(e->id);
-	if (e->srq != NULL)
-		ibv_destroy_srq(e->srq);
-	if (e->mr != NULL)
-		ibv_dereg_mr(e->mr);
-	if (e->cq != NULL)
-		ibv_destroy_cq(e->cq);
-	if (e->cc != NULL)
-		ibv_destroy_comp_channel(e->cc);
-	if (e->pd != NULL)
-		ibv_dealloc_pd(e->pd);
-	if (e->id != NULL)
-		rdma_destroy_id(e->id);
-	if (e->ch != NULL)
-		rdma_destroy_event_channel(e->ch);
-	free(e->buf);
-}
 
 static void teardown(void)
 {
-	struct rdma_event_channel *lch = listen_id != NULL ? listen_id->channel : NULL;
-
-	ep_fini(&cli);
-	srv.ch = NULL;   /* the server's channel is the listener's */
-	ep_fini(&srv);
-	if (listen_id != NULL)
-		rdma_destroy_id(listen_id);
-	if (lch != NULL)
-		rdma_destroy_event_channel(lch);
-	listen_id = NULL;
-	uiw_verbs_remove_devices();
-	pair_teardown();
+	verbs_pair_teardown(&cli, &srv, &listen_id);
 }
 
-static struct rdma_cm_event *expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
-{
-	struct rdma_cm_event *ev = NULL;
 
-	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
-	ck_assert_msg(ev->event == t, "got %s, wanted %s", rdma_event_str(ev->event), rdma_event_str(t));
-	return ev;
-}
-
-static void resources(struct ep *e, struct rdma_cm_id *id, bool srq)
+static void resources(struct verbs_ep *e, struct rdma_cm_id *id, bool srq)
 {
 	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 64, .max_recv_wr = 64,
@@ -180,32 +132,21 @@ static void resources(struct ep *e, struct rdma_cm_id *id, bool srq)
 static void connect_ords(uint8_t cli_ord, uint8_t cli_ird, uint8_t srv_ord, uint8_t srv_ird,
 			 bool srq)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
-				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
 	struct rdma_conn_param cp = { .initiator_depth = cli_ord, .responder_resources = cli_ird };
 	struct rdma_cm_event *ev;
 
-	srv.ch = rdma_create_event_channel();
-	ck_assert_int_eq(rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(listen_id, (struct sockaddr *)&sa), 0);
-	ck_assert_int_eq(rdma_listen(listen_id, 4), 0);
-	cli.ch = rdma_create_event_channel();
-	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, &cli, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 2000), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(cli.id, 2000), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	verbs_listen_and_resolve(&cli, &srv, &listen_id, PORT);
 	resources(&cli, cli.id, false);
 	ck_assert_int_eq(rdma_connect(cli.id, &cp), 0);
-	ev = expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ev = verbs_expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	srv.id = ev->id;
 	rdma_ack_cm_event(ev);
 	resources(&srv, srv.id, srq);
 	cp.initiator_depth = srv_ord;
 	cp.responder_resources = srv_ird;
 	ck_assert_int_eq(rdma_accept(srv.id, &cp), 0);
-	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED));
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED));
 }
 
 static void connect_pair(void)
@@ -273,7 +214,7 @@ static int post1(struct ibv_qp *qp, struct ibv_send_wr *w)
 	return ibv_post_send(qp, w, &bad);
 }
 
-static int recv1(struct ep *e, struct ibv_recv_wr *w)
+static int recv1(struct verbs_ep *e, struct ibv_recv_wr *w)
 {
 	struct ibv_recv_wr *bad = NULL;
 
@@ -415,8 +356,8 @@ START_TEST(every_operation_every_size)
 				  pair_a.fault.tx.dropped + pair_b.fault.tx.dropped, 0);
 	/* An orderly end: both sides hear the disconnect. */
 	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
-	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
 }
 END_TEST
 
@@ -484,8 +425,8 @@ static void post_write16(uint64_t addr, uint32_t rkey, struct ibv_send_wr *fence
 /* Both connections end after a Terminate; later work on the client completes flushed. */
 static void both_disconnected_then_flush(void)
 {
-	rdma_ack_cm_event(expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
-	rdma_ack_cm_event(expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
 	struct ibv_wc wc;
 
 	while (ibv_poll_cq(cli.cq, 1, &wc) == 1)
