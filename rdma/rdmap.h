@@ -160,7 +160,8 @@ void uiw_qp_destroy(struct uiw_qp *qp);
 extern const struct uiw_mpa_ops uiw_qp_mpa_ops;
 
 /** @return 0, -EINVAL (bad WR: too many SGEs, a Read with other than one SGE), -ENOMEM
- *  (queue full). In ERROR a WR is taken and completes at once with UIW_WC_WR_FLUSH_ERR. */
+ *  (queue full). In TERMINATE or ERROR a WR is taken and completes at once with
+ *  UIW_WC_WR_FLUSH_ERR. */
 int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr);
 int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr);
 

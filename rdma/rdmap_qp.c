@@ -130,7 +130,9 @@ void uiw_qp_destroy(struct uiw_qp *qp)
 	free(qp);
 }
 
-static void flush(struct uiw_qp *qp)
+/* Every work request not yet done completes flushed: the send queue in posting order, the
+ * receive under way, the QP's own receives. */
+static void flush_queues(struct uiw_qp *qp)
 {
 	for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++) {
 		struct uiw_sq_entry *e = &qp->sq.e[i & qp->sq.mask];
@@ -159,9 +161,26 @@ static void flush(struct uiw_qp *qp)
 		qp_cq_push(qp->rcq, &wc);
 		qp_count(qp, UIW_RDMAP_C_flushed);
 	}
+}
+
+/* The QP goes to error: its queues flush, and nothing of what was under way is sent. */
+static void flush(struct uiw_qp *qp)
+{
+	flush_queues(qp);
 	qp->orq_head = qp->orq_tail;
 	qp->irq_head = qp->irq_tail;
 	qp->tx_kind = TX_IDLE;
+}
+
+/* No more work is taken once a Terminate is on its way (TERMINATE) or sent (ERROR): what
+ * is posted then completes at once, flushed (as siw does). Only the queues: a Terminate
+ * still going out keeps its transmit state. */
+static bool flushing(struct uiw_qp *qp)
+{
+	if (qp->state != UIW_QPS_ERROR && qp->state != UIW_QPS_TERMINATE)
+		return false;
+	flush_queues(qp);
+	return true;
 }
 
 void qp_error(struct uiw_qp *qp, const char *why)
@@ -182,11 +201,7 @@ struct uiw_sq *uiw_qp_sq(struct uiw_qp *qp)
 
 bool uiw_qp_posted(struct uiw_qp *qp)
 {
-	if (qp->state == UIW_QPS_ERROR) {
-		flush(qp);   /* a WR posted in ERROR completes at once, flushed (as siw does) */
-		return false;
-	}
-	return qp->state == UIW_QPS_RTS;
+	return !flushing(qp) && qp->state == UIW_QPS_RTS;
 }
 
 void uiw_qp_kick(struct uiw_qp *qp)
@@ -267,8 +282,7 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 	if (qp->rq_tail - qp->rq_head == qp->rq_cap)
 		return -ENOMEM;
 	qp->rq[qp->rq_tail++ % qp->rq_cap] = *wr;
-	if (qp->state == UIW_QPS_ERROR)
-		flush(qp);
+	flushing(qp);
 	return 0;
 }
 

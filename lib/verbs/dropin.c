@@ -45,10 +45,10 @@ static struct {
 	struct uiw_tcp *tcp;
 	struct uiw_mpa *mpa;
 	pthread_t thread;
-	bool thread_started;
 } inst = { .once = PTHREAD_ONCE_INIT };
 
 static void drain_at_exit(void);
+static void *progress_main(void *arg);
 
 static void bring_up(void)
 {
@@ -99,7 +99,12 @@ static void bring_up(void)
 	atexit(drain_at_exit);
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
-	uiw_dropin_progress_thread();
+	if (pthread_create(&inst.thread, NULL, progress_main, NULL) != 0) {
+		fprintf(stderr, "uiwarp: cannot start the progress thread\n");
+		inst.err = EAGAIN;
+		return;
+	}
+	pthread_detach(inst.thread);
 }
 
 /*
@@ -157,14 +162,3 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
-/* A program waits for an event: from now on a thread makes progress for it. Called with
- * the lock held. */
-void uiw_dropin_progress_thread(void)
-{
-	if (inst.thread_started || inst.err != 0 || !uiw_threaded)
-		return;
-	if (pthread_create(&inst.thread, NULL, progress_main, NULL) == 0) {
-		pthread_detach(inst.thread);
-		inst.thread_started = true;
-	}
-}

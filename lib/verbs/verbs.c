@@ -21,14 +21,10 @@ pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
 unsigned uiw_api_waiting;
 
-/* The static library has no instance of its own and no progress thread (dropin.c). */
+/* The static library has no instance of its own (dropin.c makes one from the environment). */
 __attribute__((weak)) int uiw_dropin_ensure(void)
 {
 	return 0;
-}
-
-__attribute__((weak)) void uiw_dropin_progress_thread(void)
-{
 }
 
 int uiw_errno(int rc)
@@ -118,7 +114,6 @@ bool uiw_wait_some(int fd, bool nonblock)
 		uiw_inline_pass();
 		return !nonblock;
 	}
-	uiw_dropin_progress_thread();
 	pthread_mutex_unlock(&uiw_big_lock);
 	if (poll(&p, 1, 10) < 0 && errno != EINTR)
 		usleep(1000);

@@ -57,10 +57,9 @@ void uiw_inline_pass(void);
  */
 bool uiw_wait_some(int fd, bool nonblock);
 
-/* dropin.c (weak no-ops in the static library): the instance from the environment, and
- * the progress thread. */
+/* dropin.c (a weak no-op in the static library): the instance from the environment, with
+ * its progress thread. */
 int uiw_dropin_ensure(void);
-void uiw_dropin_progress_thread(void);
 
 struct uiw_dev {
 	struct ibv_device dev;

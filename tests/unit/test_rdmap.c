@@ -404,6 +404,45 @@ START_TEST(empty_rq_terminated)
 }
 END_TEST
 
+/* Work posted while a Terminate waits for room to go out (TERMINATE) completes flushed at
+ * once, and the Terminate still leaves whole afterwards. */
+START_TEST(posted_while_terminating_flushes)
+{
+	struct uiw_config cfg;
+
+	teardown();
+	uiw_config_defaults(&cfg);
+	cfg.tcp_max_conns = 16;
+	cfg.tcp_time_wait_ms = 0;
+	/* Eleven full FPDUs (1448 octets a segment) and ten octets: too little for the
+	 * Terminate behind a 64 KiB Write, and nothing is polled meanwhile. */
+	cfg.tcp_snd_buf = 11 * 1448 + 10;
+	pair_setup_cfg(&cfg);
+	side_init(&A, 1);
+	side_init(&B, 2);
+	connect_qps(16, true, false);
+	struct uiw_send_wr w = { .wr_id = 1, .op = UIW_WR_WRITE, .signaled = true,
+				 .sg = { { A.buf, 65536 } }, .nsge = 1, .rkey = B.mr->stag,
+				 .remote_addr = B.mr->va };
+	struct uiw_send_wr s = { .wr_id = 77, .op = UIW_WR_SEND, .sg = { { A.buf, 8 } }, .nsge = 1 };
+	struct uiw_wc wc;
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+	uiw_qp_terminate(A.qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, "by the test");
+	ck_assert_int_eq(uiw_qp_state(A.qp), UIW_QPS_TERMINATE);
+	ck_assert_uint_eq(uiw_cq_poll(&A.scq, &wc, 1), 1);   /* the Write, flushed */
+	ck_assert_int_eq(wc.status, UIW_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
+	ck_assert_uint_eq(uiw_cq_poll(&A.scq, &wc, 1), 1);
+	ck_assert_uint_eq(wc.wr_id, 77);
+	ck_assert_int_eq(wc.status, UIW_WC_WR_FLUSH_ERR);
+	ck_assert(pair_run_until(both_err, NULL, 5000));
+	ck_assert(uiw_qp_term_rx(B.qp)->valid);
+	ck_assert_uint_eq(uiw_qp_term_rx(B.qp)->layer, UIW_TERM_LAYER_RDMAP);
+	ck_assert_uint_eq(uiw_qp_term_rx(B.qp)->code, 0xff);
+}
+END_TEST
+
 /* Solicited-only arming fires on a Send with SE, not on a plain Send. */
 START_TEST(solicited_only_notification)
 {
@@ -500,6 +539,7 @@ int main(void)
 	tcase_add_test(tc, read_out_of_bounds_terminated);
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, operations_through_loss);
+	tcase_add_test(tc, posted_while_terminating_flushes);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
