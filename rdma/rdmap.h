@@ -152,6 +152,10 @@ struct uiw_qp_attr {
 int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *attr);
 void uiw_qp_destroy(struct uiw_qp *qp);
 
+/** The QP lets go of its connection without touching it, for an owner above that closes
+ *  the connection itself and keeps hearing its events (rdma_cm's id). */
+void uiw_qp_detach(struct uiw_qp *qp);
+
 /**
  * The MPA callbacks of a connection that carries a QP (pass them, with the QP as user, to
  * uiw_mpa_connect() or uiw_mpa_accept()). On established the QP takes the negotiated

@@ -286,6 +286,11 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 	return 0;
 }
 
+void uiw_qp_detach(struct uiw_qp *qp)
+{
+	qp->conn = NULL;
+}
+
 void uiw_qp_disconnect(struct uiw_qp *qp)
 {
 	if (qp->conn == NULL || qp->state != UIW_QPS_RTS)

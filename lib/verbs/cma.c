@@ -265,9 +265,15 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 		uiw_mpa_unlisten(c->dev->mpa, c->port);
 	if (id->qp != NULL)
 		((struct uiw_qp_v *)id->qp)->cm = NULL;   /* the QP outlives the id */
+	/*
+	 * A connection still up is closed, not reset: what was already handed to TCP (the last
+	 * Send a program waited for before tearing down, say) still reaches the peer, then our
+	 * FIN. Linux does the same for an id destroyed without rdma_disconnect (the socket is
+	 * released: FIN after the data). A reset here lost perftest's final handshake message.
+	 */
 	if (c->conn != NULL) {
 		uiw_mpa_set_user(c->conn, NULL, NULL);
-		uiw_mpa_abort(c->conn, "rdma_destroy_id");
+		uiw_mpa_close(c->conn);
 	}
 	free(c);
 	return 0;

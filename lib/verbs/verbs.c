@@ -719,8 +719,18 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
 
-	if (q->cm != NULL)
+	if (q->cm != NULL) {
+		struct uiw_mpa_conn *conn = uiw_qp_conn(q->core);
+
 		q->cm->qp = NULL;   /* the id forgets it: its connection must not reach a freed QP */
+		/* The connection is closed, not reset: what was handed to TCP still goes, then the
+		 * FIN (Linux siw does the same when a connected QP is destroyed). The id owns the
+		 * connection and reports its end. */
+		if (conn != NULL) {
+			uiw_qp_detach(q->core);
+			uiw_mpa_close(conn);
+		}
+	}
 	for (struct uiw_qp_v **p = &q->dev->kick; *p != NULL; p = &(*p)->kick_next)
 		if (*p == q) {
 			*p = q->kick_next;

@@ -672,6 +672,41 @@ START_TEST(idle_connection_outlives_the_mpa_timers)
 }
 END_TEST
 
+/*
+ * An id destroyed without rdma_disconnect closes its connection, it does not reset it: a
+ * 1 MiB Send the client saw complete (in TCP's hands, much of it not yet sent) still
+ * arrives whole, then the server hears DISCONNECTED. Linux closes the same way; perftest
+ * tears down like this right after its last handshake message.
+ */
+START_TEST(destroyed_id_closes_after_its_data)
+{
+	start(&policies[0], "destroyid");
+	connect_pair();
+	uint8_t *want = malloc(BIG);
+	struct ibv_sge rs = { (uintptr_t)srv.buf + DST, BIG, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_sge ss = { (uintptr_t)cli.buf + SRC, BIG, cli.mr->lkey };
+	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+
+	ck_assert_ptr_nonnull(want);
+	fill(want, BIG, 9);
+	memcpy(cli.buf + SRC, want, BIG);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &sw), 0);
+	ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	verbs_ep_fini(&cli);
+	memset(&cli, 0, sizeof(cli));
+	struct ibv_wc wc = poll_one(srv.cq);
+
+	ck_assert_msg(wc.status == IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	ck_assert_uint_eq(wc.byte_len, BIG);
+	check_placed(srv.buf + DST, want, BIG, "the Send before the destroy");
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	free(want);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs_ops");
@@ -685,6 +720,7 @@ int main(void)
 	tcase_add_test(tc, shared_receive_queue_several_sges);
 	tcase_add_test(tc, empty_receive_queue_terminated);
 	tcase_add_test(tc, idle_connection_outlives_the_mpa_timers);
+	tcase_add_test(tc, destroyed_id_closes_after_its_data);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
