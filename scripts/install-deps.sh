@@ -12,6 +12,11 @@ packages=(
 	libclang-rt-14-dev
 	# what the tests use (rdma-core's and perftest's programs run on the drop-in libraries)
 	tshark iproute2 iputils-ping ethtool ibverbs-utils rdmacm-utils perftest
+	# the Linux siw guest of the interop tests (tests/interop/siwvm.sh): QEMU, busybox, and
+	# what builds siw.ko against Debian's kernel headers (the kernel packages themselves
+	# are downloaded by that script, never installed)
+	qemu-system-x86 busybox-static kmod cpio xz-utils binutils make libc6-dev libelf-dev
+	rdma-core ibverbs-providers
 )
 
 missing=()
