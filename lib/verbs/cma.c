@@ -21,9 +21,12 @@ struct cm_ev {
 	struct cm_ev *next;
 };
 
+struct uiw_cm_id;
+
 struct uiw_event_channel {
 	struct rdma_event_channel ch;
 	struct cm_ev *head, *tail;
+	struct uiw_cm_id *ids;   /* whose events come here: they forget it when it goes */
 	unsigned waiters;   /* threads blocked in rdma_get_cm_event() on it */
 	bool dead;          /* destroyed while they waited: the last one frees it */
 };
@@ -36,7 +39,30 @@ struct uiw_cm_id {
 	enum cm_state state;
 	struct uiw_mpa_conn *conn;
 	uint16_t port;
+	struct uiw_cm_id *ch_next, **ch_pprev;   /* in its channel's list */
 };
+
+/* The id's events go to @p channel (NULL: nowhere) from now on. */
+static void id_set_channel(struct uiw_cm_id *c, struct rdma_event_channel *channel)
+{
+	struct uiw_event_channel *ch = (struct uiw_event_channel *)channel;
+
+	if (c->ch_pprev != NULL) {
+		*c->ch_pprev = c->ch_next;
+		if (c->ch_next != NULL)
+			c->ch_next->ch_pprev = c->ch_pprev;
+	}
+	c->ch_next = NULL;
+	c->ch_pprev = NULL;
+	c->id.channel = channel;
+	if (ch != NULL) {
+		c->ch_next = ch->ids;
+		if (ch->ids != NULL)
+			ch->ids->ch_pprev = &c->ch_next;
+		ch->ids = c;
+		c->ch_pprev = &ch->ids;
+	}
+}
 
 static struct sockaddr_in *sin_of(struct sockaddr *a) { return (struct sockaddr_in *)(void *)a; }
 
@@ -164,7 +190,7 @@ static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mp
 	c->dev = l->dev;
 	c->conn = conn;
 	c->state = CM_REQUEST;
-	c->id.channel = l->id.channel;
+	id_set_channel(c, l->id.channel);
 	c->id.context = l->id.context;
 	c->id.verbs = l->id.verbs;
 	c->id.ps = RDMA_PS_TCP;
@@ -174,7 +200,7 @@ static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mp
 	set_addr(&c->id.route.addr.dst_addr, ra, rp);
 	queue_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q->pd, q->pd_len, l);
 	/* iWARP: the peer's ORD is what our IRD must cover, and the other way round. */
-	struct cm_ev *e = ((struct uiw_event_channel *)c->id.channel)->tail;
+	struct cm_ev *e = c->id.channel != NULL ? ((struct uiw_event_channel *)c->id.channel)->tail : NULL;
 
 	if (e != NULL && e->ev.id == &c->id) {
 		e->ev.param.conn.responder_resources = (uint8_t)(q->ord > 255 ? 255 : q->ord);
@@ -227,6 +253,10 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		ch->head = n;
 	}
 	ch->tail = NULL;
+	/* Ids still using it (a program may destroy the channel first) forget it: a
+	 * connection that ends later must not queue its event here. */
+	while (ch->ids != NULL)
+		id_set_channel(ch->ids, NULL);
 	/* rping destroys the channel its CM thread is still blocked on: that thread must find
 	 * the memory still there and see the channel gone (the memory is then never freed). */
 	if (ch->waiters > 0) {
@@ -248,7 +278,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return fail(ENOMEM);
-	c->id.channel = channel;
+	id_set_channel(c, channel);
 	c->id.context = context;
 	c->id.ps = ps;
 	c->id.qp_type = IBV_QPT_RC;
@@ -275,6 +305,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 		uiw_mpa_set_user(c->conn, NULL, NULL);
 		uiw_mpa_close(c->conn);
 	}
+	id_set_channel(c, NULL);
 	free(c);
 	return 0;
 }
@@ -657,7 +688,7 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 
 	if (channel == NULL)
 		return fail(ENOSYS);   /* synchronous ids are not provided */
-	id->channel = channel;
+	id_set_channel((struct uiw_cm_id *)id, channel);
 	return 0;
 }
 

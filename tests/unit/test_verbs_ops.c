@@ -707,6 +707,27 @@ START_TEST(destroyed_id_closes_after_its_data)
 }
 END_TEST
 
+/*
+ * A program may destroy its event channel before an id whose connection is still closing
+ * (its QP destroyed, so the close waits for the peer's FIN). The end of that connection
+ * must not reach the freed channel; the server still hears DISCONNECTED.
+ */
+START_TEST(channel_destroyed_before_a_closing_id)
+{
+	start(&policies[0], "chgone");
+	connect_pair();
+	rdma_destroy_qp(cli.id);
+	rdma_destroy_event_channel(cli.ch);
+	cli.ch = NULL;
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	ck_assert_int_eq(rdma_disconnect(srv.id), 0);
+	uint64_t until = uiw_now_ns() + 50 * UIW_NS_PER_MS;
+
+	pair_run_until(elapsed, &until, 1000);   /* the client's side of the close completes */
+	ck_assert_ptr_null(cli.id->channel);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs_ops");
@@ -721,6 +742,7 @@ int main(void)
 	tcase_add_test(tc, empty_receive_queue_terminated);
 	tcase_add_test(tc, idle_connection_outlives_the_mpa_timers);
 	tcase_add_test(tc, destroyed_id_closes_after_its_data);
+	tcase_add_test(tc, channel_destroyed_before_a_closing_id);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
