@@ -109,6 +109,7 @@ run_case() {
 	if [ -n "$why" ] && [ -n "${RETRY_IF:-}" ] && [ -z "${RETRIED:-}" ] && grep -q "$RETRY_IF" "$HOSTLOG"; then
 		echo "retry $name ($((SECONDS - t)) s): $why"
 		cp "$HOSTLOG" "$out/$name.host.first.log"
+		cp "$out/$name.guest.log" "$out/$name.guest.first.log"
 		RETRIED=1 run_case "$@"
 		return
 	fi

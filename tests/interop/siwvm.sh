@@ -26,6 +26,12 @@
 # e.g. 6.1.0-57-amd64), SIWVM_GUEST_IP (10.77.0.11), SIWVM_PEER_IP (10.77.0.5),
 # SIWVM_BRIDGE_IP (10.77.0.1).
 
+# The guest's programs and their libraries are copied from this machine as ldd finds
+# them, and dumpcap's libpcap links libibverbs: none of it may see uiwarp's drop-in
+# libraries (meson test puts them on LD_LIBRARY_PATH). Host programs that should use
+# them are given the path explicitly.
+unset LD_LIBRARY_PATH LD_PRELOAD
+
 : "${UIWARP_SIW_CACHE:=/var/tmp/uiwarp-siw}"
 : "${SIWVM_GUEST_IP:=10.77.0.11}"
 : "${SIWVM_PEER_IP:=10.77.0.5}"
