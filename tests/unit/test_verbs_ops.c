@@ -716,6 +716,7 @@ START_TEST(channel_destroyed_before_a_closing_id)
 {
 	start(&policies[0], "chgone");
 	connect_pair();
+	one_send(16, 0, IBV_WR_SEND, false, 1);
 	rdma_destroy_qp(cli.id);
 	rdma_destroy_event_channel(cli.ch);
 	cli.ch = NULL;
