@@ -5,9 +5,18 @@
 # namespaces (af_packet): rping -C 100 -V both ways checks its data, ucmatose completes,
 # and perftest's ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat and
 # ib_read_lat (-R, rdma_cm) complete with their own checks from 2 B to 1 MiB.
-# usage: dropin.sh DROPIN_DIR (or a library in it)
+#
+# perftest -R's client connects its test QP as soon as the parameter exchange ends, while
+# its server still has to set up and listen again; a client that wins that race is refused
+# (as over any RNIC), and perftest 4.5's retry then reuses the ids it has just freed and
+# crashes. With two cores and four spinning threads the server loses a scheduler tick
+# often enough to matter, so perftest clients run with CONNECT_DELAY_SO preloaded
+# (tests/interop/connect_delay.c: every rdma_connect after the first waits 300 ms).
+# usage: dropin.sh DROPIN_DIR (or a library in it) [CONNECT_DELAY_SO]
 set -u
-lib=${1:?usage: dropin.sh DROPIN_DIR}
+lib=${1:?usage: dropin.sh DROPIN_DIR [CONNECT_DELAY_SO]}
+delay_so=${2:-}
+[ -z "$delay_so" ] || delay_so=$(realpath "$delay_so")
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
 for t in ibv_devices ibv_devinfo rping ucmatose ib_send_bw ib_write_bw ib_read_bw \
@@ -26,6 +35,7 @@ cleanup() {
 trap cleanup EXIT
 common="hugepages=off; memory=512; mbufs=16383"
 fail=0 n=0
+client_env=()
 bad() { echo "FAIL: $*"; fail=1; }
 
 # 1. No configuration: a clear error naming the variables, no crash.
@@ -54,8 +64,8 @@ fi
 
 # pair LINK NAME CHECK SERVER_CMD -- CLIENT_CMD: runs a server and a client program on
 # the drop-in libraries, one core each, and checks both exit 0 and that CHECK (a grep
-# pattern) is in the client's output. LINK: memif (two processes here) or veth (one per
-# namespace, af_packet on a veth pair).
+# pattern) is in the client's output; the client's environment also gets client_env.
+# LINK: memif (two processes here) or veth (one per namespace, af_packet on a veth pair).
 pair() {
 	local link=$1 name=$2 check=$3 scfg ccfg sock srv=() cli=() sns=() cns=()
 	shift 3
@@ -81,8 +91,8 @@ pair() {
 	fi
 	sleep 1   # the server's rdma_listen
 	local t0=$SECONDS crc src
-	"${cns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ccfg" timeout 60 stdbuf -oL "${cli[@]}" \
-		>"$tmp/client.log" 2>&1
+	"${cns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ccfg" "${client_env[@]}" timeout 60 \
+		stdbuf -oL "${cli[@]}" >"$tmp/client.log" 2>&1
 	crc=$?
 	wait "$spid"
 	src=$?
@@ -110,8 +120,10 @@ rping_pair() {
 perf() {
 	local link=$1 prog=$2 size=$3
 	shift 3
+	[ -z "$delay_so" ] || client_env=(LD_PRELOAD="$delay_so" UIW_CONNECT_DELAY_MS=300)
 	pair "$link" "$prog -s $size" "^ *$size " "$prog" -R -s "$size" "$@" -- \
 		"$prog" -R -s "$size" "$@" 10.70.0.1
+	client_env=()
 }
 
 perftest_set() {
