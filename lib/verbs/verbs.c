@@ -664,6 +664,13 @@ static void qp_error_event(void *arg, struct uiw_qp *core, const char *why)
 
 static const struct uiw_qp_events qp_events = { .error = qp_error_event };
 
+static int inline_room(struct uiw_qp_v *q)
+{
+	if (q->inl == NULL)
+		q->inl = malloc(((size_t)q->sq->mask + 1) * UIW_MAX_INLINE);
+	return q->inl != NULL ? 0 : ENOMEM;
+}
+
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	UIW_API_LOCK();
@@ -671,7 +678,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct uiw_qp_v *q;
 
 	if (attr->qp_type != IBV_QPT_RC || attr->send_cq == NULL || attr->recv_cq == NULL ||
-	    attr->cap.max_send_sge > UIW_MAX_SGE ||
+	    attr->cap.max_send_sge > UIW_MAX_SGE || attr->cap.max_inline_data > UIW_MAX_INLINE ||
 	    attr->cap.max_recv_sge > UIW_MAX_SGE || attr->cap.max_send_wr > 32768 ||
 	    attr->cap.max_recv_wr > 32768) {
 		errno = EINVAL;
@@ -705,7 +712,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 				 .qp_type = IBV_QPT_RC };
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
-	attr->cap.max_inline_data = 0;
+	/* Every QP takes inline data (siw's do, whatever was asked); the room for it is made
+	 * now if asked for, else at the first inline post. */
+	if (attr->cap.max_inline_data > 0 && inline_room(q) != 0) {
+		ibv_destroy_qp(&q->qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	attr->cap.max_inline_data = UIW_MAX_INLINE;
 	return &q->qp;
 }
 
@@ -738,6 +752,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 		}
 	async_forget(qp->context, qp);
 	uiw_qp_destroy(q->core);
+	free(q->inl);
 	free(q);
 	return 0;
 }
@@ -771,6 +786,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct i
 	init->qp_type = IBV_QPT_RC;
 	init->send_cq = qp->send_cq;
 	init->recv_cq = qp->recv_cq;
+	init->cap.max_inline_data = attr->cap.max_inline_data = UIW_MAX_INLINE;
 	return 0;
 }
 
@@ -800,8 +816,37 @@ static inline int map_sges(struct uiw_qp_v *q, const struct ibv_sge *in, int n, 
 }
 
 /*
- * Fills the send queue slot @p w from @p wr. @return 0, or EINVAL for a WR no QP can take
- * (an opcode iWARP lacks, inline data, too many SGEs, a Read with other than one SGE).
+ * IBV_SEND_INLINE: the SGEs' bytes (their lkeys ignored, as the verbs API has it) are
+ * copied into the slot's inline room, which the WR then sends from; the program may reuse
+ * its buffers as soon as the post returns. @return 0, EINVAL for more than UIW_MAX_INLINE
+ * bytes or a Read, ENOMEM without room.
+ */
+static int fill_inline(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w)
+{
+	uint8_t *at;
+	size_t n = 0;
+
+	if (w->op == UIW_WR_READ || inline_room(q) != 0)
+		return w->op == UIW_WR_READ ? EINVAL : ENOMEM;
+	at = q->inl + (size_t)(q->sq->tail & q->sq->mask) * UIW_MAX_INLINE;
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *g = &wr->sg_list[i];
+
+		if (g->length > UIW_MAX_INLINE - n)
+			return EINVAL;
+		memcpy(at + n, (const void *)(uintptr_t)g->addr, g->length);
+		n += g->length;
+	}
+	w->sg[0] = (struct uiw_sge){ .addr = at, .len = (uint32_t)n };
+	w->nsge = n > 0 ? 1 : 0;
+	w->lkeys = false;
+	return 0;
+}
+
+/*
+ * Fills the send queue slot @p w from @p wr. @return 0, or an errno for a WR no QP can
+ * take (an opcode iWARP lacks, too many SGEs, a Read with other than one SGE or inline,
+ * inline data beyond UIW_MAX_INLINE).
  */
 static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w)
 {
@@ -823,23 +868,28 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 		break;
 	default: return EINVAL;   /* no immediate data, atomics or local invalidation */
 	}
-	if (wr->send_flags & IBV_SEND_INLINE)
+	if (wr->num_sge < 0 || (unsigned)wr->num_sge > UIW_MAX_SGE)
 		return EINVAL;
-	if ((unsigned)wr->num_sge > UIW_MAX_SGE)
-		return EINVAL;
-	/* The lkeys are checked when the WR starts (a bad one completes with
-	 * IBV_WC_LOC_PROT_ERR), as siw and RNICs do: posting stays short. */
-	for (int i = 0; i < wr->num_sge; i++) {
-		const struct ibv_sge *g = &wr->sg_list[i];
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		int rc = fill_inline(q, wr, w);
 
-		w->sg[i].addr = (uint8_t *)(uintptr_t)g->addr;
-		w->sg[i].len = g->length;
-		w->sg[i].lkey = g->lkey;
+		if (rc != 0)
+			return rc;
+	} else {
+		/* The lkeys are checked when the WR starts (a bad one completes with
+		 * IBV_WC_LOC_PROT_ERR), as siw and RNICs do: posting stays short. */
+		for (int i = 0; i < wr->num_sge; i++) {
+			const struct ibv_sge *g = &wr->sg_list[i];
+
+			w->sg[i].addr = (uint8_t *)(uintptr_t)g->addr;
+			w->sg[i].len = g->length;
+			w->sg[i].lkey = g->lkey;
+		}
+		w->lkeys = true;
+		w->nsge = (unsigned)wr->num_sge;
 	}
-	w->lkeys = true;
 	w->wr_id = wr->wr_id;
 	w->signaled = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	w->nsge = (unsigned)wr->num_sge;
 	w->rkey = wr->wr.rdma.rkey;            /* used by Write and Read only */
 	w->remote_addr = wr->wr.rdma.remote_addr;
 	return 0;

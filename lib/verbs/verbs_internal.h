@@ -123,7 +123,11 @@ struct uiw_qp_v {
 	bool kicked;                  /* on the device's doorbell list */
 	struct uiw_qp_v *kick_next;
 	struct rdma_cm_id *cm;        /* the id it was made on (rdma_create_qp), if any */
+	uint8_t *inl;                 /* inline data, UIW_MAX_INLINE bytes per send queue slot */
 };
+
+/* IBV_SEND_INLINE: the bytes are copied when posted, into the WR's send queue slot. */
+#define UIW_MAX_INLINE 256
 
 static inline struct uiw_ctx *ctx_of(struct ibv_context *c)
 {

@@ -729,6 +729,105 @@ START_TEST(channel_destroyed_before_a_closing_id)
 }
 END_TEST
 
+/*
+ * IBV_SEND_INLINE: the bytes are taken when the WR is posted, from memory no MR covers
+ * (lkeys are ignored), so the buffer may change right after; a Send (three SGEs, and empty)
+ * and a Write arrive as they were at the post. More than the QP's max_inline_data, or an
+ * inline Read, is refused at the post; a QP asking for more than the device has is not made.
+ */
+START_TEST(inline_data_copied_at_post)
+{
+	start(&policies[0], "inline");
+	connect_pair();
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	ck_assert_int_eq(ibv_query_qp(cli.id->qp, &qa, IBV_QP_CAP, &qi), 0);
+	uint32_t max = qi.cap.max_inline_data;
+	ck_assert_uint_ge(max, 64);
+	uint8_t *msg = calloc(1, max + 1), *want = malloc(max);   /* not registered */
+	ck_assert_ptr_nonnull(msg);
+	ck_assert_ptr_nonnull(want);
+
+	/* A Send of max bytes from three SGEs, the buffer wiped right after the post. */
+	fill(want, max, 41);
+	memcpy(msg, want, max);
+	struct ibv_sge ss[3] = { { (uintptr_t)msg, 10, 0 }, { (uintptr_t)msg + 10, max - 20, 0xdead },
+				 { (uintptr_t)msg + max - 10, 10, 0 } };
+	struct ibv_send_wr sw = { .wr_id = 7, .sg_list = ss, .num_sge = 3, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE };
+	struct ibv_sge rs = { (uintptr_t)srv.buf + DST, max, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 8, .sg_list = &rs, .num_sge = 1 };
+
+	reset_guard(srv.buf + DST, max);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &sw), 0);
+	memset(msg, 0, max);
+	struct ibv_wc sc = poll_one(cli.cq), rc = poll_one(srv.cq);
+
+	ck_assert_msg(sc.status == IBV_WC_SUCCESS, "%s", ibv_wc_status_str(sc.status));
+	ck_assert_uint_eq(sc.wr_id, 7);
+	ck_assert_msg(rc.status == IBV_WC_SUCCESS, "%s", ibv_wc_status_str(rc.status));
+	ck_assert_uint_eq(rc.byte_len, max);
+	check_placed(srv.buf + DST, want, max, "inline send");
+
+	/* An empty inline Send, then an inline Write with a Send behind it. */
+	sw.num_sge = 0;
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &sw), 0);
+	ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	rc = poll_one(srv.cq);
+	ck_assert_int_eq(rc.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(rc.byte_len, 0);
+	fill(want, 40, 42);
+	memcpy(msg, want, 40);
+	struct ibv_sge ws = { (uintptr_t)msg, 40, 0 };
+	struct ibv_send_wr fence = { .wr_id = 10, .opcode = IBV_WR_SEND };
+	struct ibv_send_wr ww = { .wr_id = 9, .sg_list = &ws, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE, .next = &fence,
+				  .wr.rdma = { .remote_addr = (uintptr_t)srv.buf + DST2, .rkey = srv.mr->rkey } };
+
+	reset_guard(srv.buf + DST2, 40);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &ww), 0);
+	memset(msg, 0, 40);
+	ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(poll_one(srv.cq).status, IBV_WC_SUCCESS);
+	check_placed(srv.buf + DST2, want, 40, "inline write");
+
+	/* Refused at the post: one byte too many, and a Read. */
+	struct ibv_send_wr *bad = NULL;
+
+	ss[1].length = max - 19;
+	sw.num_sge = 3;
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &sw, &bad), EINVAL);
+	ck_assert_ptr_eq(bad, &sw);
+	struct ibv_sge r = { (uintptr_t)cli.buf + DST, 8, cli.mr->lkey };
+	struct ibv_send_wr rd = { .sg_list = &r, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_INLINE,
+				  .wr.rdma = { .remote_addr = (uintptr_t)srv.buf, .rkey = srv.mr->rkey } };
+
+	ck_assert_int_eq(ibv_post_send(cli.id->qp, &rd, &bad), EINVAL);
+
+	/* A QP asking for more inline room than there is. */
+	struct ibv_qp_init_attr big = { .qp_type = IBV_QPT_RC, .send_cq = cli.cq, .recv_cq = cli.cq,
+					.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						 .max_recv_sge = 1, .max_inline_data = max + 1 } };
+
+	errno = 0;
+	ck_assert_ptr_null(ibv_create_qp(cli.pd, &big));
+	ck_assert_int_eq(errno, EINVAL);
+	big.cap.max_inline_data = 16;
+	struct ibv_qp *q = ibv_create_qp(cli.pd, &big);
+
+	ck_assert_ptr_nonnull(q);
+	ck_assert_uint_ge(big.cap.max_inline_data, 16);
+	ck_assert_int_eq(ibv_destroy_qp(q), 0);
+	free(msg);
+	free(want);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs_ops");
@@ -744,6 +843,7 @@ int main(void)
 	tcase_add_test(tc, idle_connection_outlives_the_mpa_timers);
 	tcase_add_test(tc, destroyed_id_closes_after_its_data);
 	tcase_add_test(tc, channel_destroyed_before_a_closing_id);
+	tcase_add_test(tc, inline_data_copied_at_post);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
