@@ -57,8 +57,9 @@
 	X(persist_probes, "zero-window probes sent")                                         \
 	X(tail_loss_probes, "tail loss probes sent (RFC 8985 §7)")                            \
 	X(tx_segs, "segments sent")                                                          \
-	X(tx_nombuf, "segments not sent: no mbuf (retried by the timers)")                   \
+	X(tx_nombuf, "segments not sent: no mbuf (data retried the next pass)")                   \
 	X(tx_record_wait, "sends held so as not to split a record (FPDU) at the window edge") \
+	X(tx_port_wait, "sends held for the port's full TX queue (resumed the next pass)")   \
 	X(conn_active, "connections opened actively")                                        \
 	X(conn_passive, "connections accepted")                                              \
 	X(conn_refused, "active opens refused by RST")                                       \

@@ -168,6 +168,16 @@ static void pending_remove(struct uiw_tcp_conn *c)
 	c->flags &= (uint16_t)~TF_PENDING;
 }
 
+static void blocked_remove(struct uiw_tcp_conn *c)
+{
+	for (struct uiw_tcp_conn **pp = &c->tcp->blocked; *pp != NULL; pp = &(*pp)->bnext)
+		if (*pp == c) {
+			*pp = c->bnext;
+			break;
+		}
+	c->flags &= (uint16_t)~TF_TX_BLOCKED;
+}
+
 /* Releases the TCB and everything it holds. No callback, nothing sent. */
 void tcp_conn_free(struct uiw_tcp_conn *c)
 {
@@ -182,6 +192,8 @@ void tcp_conn_free(struct uiw_tcp_conn *c)
 	}
 	if (c->flags & TF_PENDING)
 		pending_remove(c);
+	if (c->flags & TF_TX_BLOCKED)
+		blocked_remove(c);
 	tcp_timer_remove(c);
 	tcp_sndq_clear(c);
 	tcp_reass_clear(c);

@@ -41,6 +41,7 @@ static inline uint32_t u32_max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 #define TF_PEER_FIN 0x1000       /* FIN received */
 #define TF_IN_WHEEL 0x2000
 #define TF_DOOMED 0x4000         /* dropped while being processed: freed when that ends */
+#define TF_TX_BLOCKED 0x8000     /* output held for a full port TX queue (the blocked list) */
 
 /* Parsed options of one segment. */
 struct tcp_opts {
@@ -83,6 +84,7 @@ struct tcp_ooo {
 struct uiw_tcp_conn {
 	struct uiw_tcp_conn *hnext;        /* hash chain / free list */
 	struct uiw_tcp_conn *pnext;        /* pending-output list */
+	struct uiw_tcp_conn *bnext;        /* blocked-output list */
 	struct uiw_tcp_conn *wprev, *wnext; /* timer wheel slot */
 	struct uiw_tcp *tcp;
 	uint32_t laddr, raddr;
@@ -148,6 +150,7 @@ struct uiw_tcp {
 	struct tcp_ooo *ooo_store;
 	struct uiw_tcp_conn *free_list;
 	struct uiw_tcp_conn *pending;      /* output owed */
+	struct uiw_tcp_conn *blocked;      /* output held back by the port: pending next pass */
 	struct uiw_tcp_conn *busy;         /* being processed: a drop is deferred */
 	unsigned nconns, max_conns;
 	struct uiw_tcp_listener listeners[TCP_MAX_LISTENERS];
@@ -214,6 +217,8 @@ void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n);
 void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s);
 void tcp_send_rst(struct uiw_tcp_conn *c);
 void tcp_mark_pending(struct uiw_tcp_conn *c);
+/* The port's TX queue is full: output resumes at the next pass (uiw_tcp_run). */
+void tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c);
 void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
 void tcp_sndq_clear(struct uiw_tcp_conn *c);

@@ -14,6 +14,16 @@ void tcp_mark_pending(struct uiw_tcp_conn *c)
 	c->tcp->pending = c;
 }
 
+void tcp_mark_blocked(struct uiw_tcp_conn *c)
+{
+	tcp_count(c->tcp, UIW_TCP_C_tx_port_wait);
+	if (c->flags & TF_TX_BLOCKED)
+		return;
+	c->flags |= TF_TX_BLOCKED;
+	c->bnext = c->tcp->blocked;
+	c->tcp->blocked = c;
+}
+
 void tcp_sndq_clear(struct uiw_tcp_conn *c)
 {
 	struct tcp_sndq *q = &c->sq;
@@ -210,10 +220,17 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
  * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
  * SYN-SENT carries an ACK. @return payload bytes sent, or a negative errno.
  */
+/*
+ * Data (new or retransmitted, whichever path sends it) waits while the port's TX queue is
+ * full: a segment the PMD cannot take now would be dropped, and a dropped segment costs a
+ * retransmission and, behind it, the peer's out-of-order queue (a large window bursting
+ * into a small memif ring did exactly that). The connection tries again on the next pass.
+ * Control segments (SYN, FIN, ACK, RST) are not held.
+ */
 int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
 {
 	struct uiw_tcp *t = c->tcp;
-	struct rte_mbuf *m = uiw_port_alloc(t->port);
+	struct rte_mbuf *m;
 	uint8_t opts[40];
 	unsigned optlen, hlen;
 	uint32_t max, n = 0;
@@ -221,8 +238,17 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 	uint16_t win;
 	int rc;
 
+	if (len > 0 && uiw_port_tx_room(t->port) == 0) {
+		tcp_mark_blocked(c);
+		return -EAGAIN;
+	}
+	m = uiw_port_alloc(t->port);
 	if (m == NULL) {
+		/* The pool refills as the PMD and the peer hand frames back: data is tried
+		 * again on the next pass, not only when a timer fires. */
 		tcp_count(t, UIW_TCP_C_tx_nombuf);
+		if (len > 0)
+			tcp_mark_blocked(c);
 		return -ENOMEM;
 	}
 	if (c->state != UIW_TCP_SYN_SENT)

@@ -7,6 +7,13 @@
 void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 {
 	t->now = now;
+	while (t->blocked != NULL) {   /* held for the port last pass: try again */
+		struct uiw_tcp_conn *c = t->blocked;
+
+		t->blocked = c->bnext;
+		c->flags &= (uint16_t)~TF_TX_BLOCKED;
+		tcp_mark_pending(c);
+	}
 	while (t->pending != NULL) {
 		struct uiw_tcp_conn *c = t->pending;
 

@@ -478,12 +478,11 @@ uint16_t uiw_port_flush(struct uiw_port *port)
 	for (uint16_t i = 0; i < sent; i++)
 		port->counters[UIW_PORT_C_tx_bytes] += len[i];
 	port->counters[UIW_PORT_C_tx_packets] += sent;
-	/* NB: frames the PMD did not take are freed here, not retried: the layers above
-	 * recover from loss (TCP retransmits, ARP retries). */
-	for (uint16_t i = sent; i < n; i++) {
-		rte_pktmbuf_free(port->tx_buf[i]);
-		port->counters[UIW_PORT_C_tx_drop_full]++;
+	/* Frames the PMD did not take stay, in order, for the next flush. */
+	if (sent < n) {
+		port->counters[UIW_PORT_C_tx_busy] += (uint64_t)(n - sent);
+		memmove(port->tx_buf, port->tx_buf + sent, (size_t)(n - sent) * sizeof(port->tx_buf[0]));
 	}
-	port->tx_n = 0;
+	port->tx_n = (uint16_t)(n - sent);
 	return sent;
 }

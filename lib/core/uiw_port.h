@@ -29,7 +29,8 @@
 	X(rx_bytes, "bytes received from the PMD")                                   \
 	X(tx_packets, "frames the PMD accepted")                                     \
 	X(tx_bytes, "bytes the PMD accepted")                                        \
-	X(tx_drop_full, "frames dropped: the PMD's TX queue was full")               \
+	X(tx_drop_full, "frames dropped: the PMD's TX queue and ours were full")      \
+	X(tx_busy, "frames the PMD refused for now (kept, offered again)")           \
 	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")                  \
 	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
 	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
@@ -131,15 +132,37 @@ static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts
 /** Copies the PMD's own drop counts (ethdev stats) into the port's counters. */
 void uiw_port_read_pmd_counters(struct uiw_port *port);
 
-/** Hands queued frames to the PMD; frames it refuses are freed and counted. */
+/**
+ * Hands queued frames to the PMD. Frames it refuses (its TX ring is full) stay queued, in
+ * order, for the next flush: a full ring is back-pressure, not loss (uiw_port_tx_room()).
+ * @return the frames the PMD took.
+ */
 uint16_t uiw_port_flush(struct uiw_port *port);
 
-/** Queues one frame for transmission (consumes @p m). */
+/**
+ * Queues one frame for transmission (consumes @p m). When the queue is full and a flush
+ * frees no room, the frame is dropped and counted (tx_drop_full).
+ */
 static inline void uiw_port_tx(struct uiw_port *port, struct rte_mbuf *m)
+{
+	if (port->tx_n == UIW_PORT_TX_BUF && uiw_port_flush(port) == 0 &&
+	    port->tx_n == UIW_PORT_TX_BUF) {
+		rte_pktmbuf_free(m);
+		port->counters[UIW_PORT_C_tx_drop_full]++;
+		return;
+	}
+	port->tx_buf[port->tx_n++] = m;
+}
+
+/**
+ * Frames uiw_port_tx() can take now without dropping one (a full queue is flushed first).
+ * Senders that can wait (TCP data) hold back at 0 and try again on the next poll pass.
+ */
+static inline uint16_t uiw_port_tx_room(struct uiw_port *port)
 {
 	if (port->tx_n == UIW_PORT_TX_BUF)
 		uiw_port_flush(port);
-	port->tx_buf[port->tx_n++] = m;
+	return (uint16_t)(UIW_PORT_TX_BUF - port->tx_n);
 }
 
 /** Allocates a frame from the port's pool; counts a failure. @return NULL when empty. */

@@ -18,20 +18,48 @@ static void teardown(void)
 	}
 }
 
-START_TEST(refused_frames_freed_and_counted)
+/* Frames the PMD refuses (its ring is full) are kept in order and offered again. */
+START_TEST(refused_frames_kept_for_the_next_flush)
 {
 	uint8_t f[60] = { 0 };
 
 	fake_port_init(&fp, MAC_US);
 	fp.accept = 3;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 5; i++) {
+		f[0] = (uint8_t)i;
 		uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
+	}
 	ck_assert_uint_eq(uiw_port_flush(&fp.port), 3);
 	ck_assert_uint_eq(fp.nsent, 3);
 	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_packets], 3);
 	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_bytes], 180);
-	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_full], 2);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_busy], 2);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_full], 0);
+	ck_assert_uint_eq(fp.port.tx_n, 2);
+	ck_assert_uint_eq(uiw_port_tx_room(&fp.port), UIW_PORT_TX_BUF - 2);
+	ck_assert_uint_eq(uiw_port_flush(&fp.port), 2);
 	ck_assert_uint_eq(fp.port.tx_n, 0);
+	for (unsigned i = 0; i < 5; i++)
+		ck_assert_uint_eq(rte_pktmbuf_mtod(fp.sent[i], uint8_t *)[0], i);
+}
+END_TEST
+
+/* A PMD that takes nothing: the queue fills, has no room, then drops what comes. */
+START_TEST(full_queue_with_a_stuck_pmd_drops_new_frames)
+{
+	uint8_t f[60] = { 0 };
+
+	fake_port_init(&fp, MAC_US);
+	fp.accept = 0;
+	for (int i = 0; i < UIW_PORT_TX_BUF; i++)
+		uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
+	ck_assert_uint_eq(uiw_port_tx_room(&fp.port), 0);
+	uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_full], 1);
+	ck_assert_uint_eq(fp.port.tx_n, UIW_PORT_TX_BUF);
+	fp.accept = UINT32_MAX;
+	ck_assert_uint_eq(uiw_port_flush(&fp.port), UIW_PORT_TX_BUF);
+	ck_assert_uint_eq(fp.nsent, UIW_PORT_TX_BUF);
 }
 END_TEST
 
@@ -88,7 +116,8 @@ static Suite *port_suite(void)
 	Suite *s = suite_create("port");
 	TCase *tc = tcase_with_leak_check("port", NULL, teardown);
 
-	tcase_add_test(tc, refused_frames_freed_and_counted);
+	tcase_add_test(tc, refused_frames_kept_for_the_next_flush);
+	tcase_add_test(tc, full_queue_with_a_stuck_pmd_drops_new_frames);
 	tcase_add_test(tc, full_tx_buffer_flushes_itself);
 	tcase_add_test(tc, ring_pair_carries_frames_both_ways);
 	suite_add_tcase(s, tc);

@@ -659,6 +659,46 @@ START_TEST(fast_retransmit_on_three_duplicate_acks)
 }
 END_TEST
 
+/*
+ * A full port TX queue holds data back instead of dropping it: the segments that do not
+ * fit wait (tx_port_wait), go on the next pass once the PMD takes frames again, in order,
+ * and nothing is retransmitted or dropped.
+ */
+START_TEST(full_port_queue_holds_data_back)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	uint8_t f[60] = { 0 };
+	char d[536];
+	uint32_t una = syn.seq + 1;
+
+	memset(d, 'x', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win = 65535 });
+	fake_port_clear(&fx_port);
+	fx_port.accept = 0;   /* the PMD's ring is full */
+	for (int i = 0; i < UIW_PORT_TX_BUF - 2; i++)
+		uiw_port_tx(&fx_port.port, frame_copy(f, sizeof(f)));
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	ck_assert_uint_eq(fx_port.port.tx_n, UIW_PORT_TX_BUF);
+	ck_assert_uint_ge(uiw_tcp_counters(T)[UIW_TCP_C_tx_port_wait], 1);
+	fx_port.accept = UINT32_MAX;   /* the ring drains */
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, UIW_PORT_TX_BUF);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, UIW_PORT_TX_BUF + 4);
+	for (unsigned i = 0; i < 6; i++) {
+		sent(UIW_PORT_TX_BUF - 2 + i, &o);
+		ck_assert_uint_eq(o.seq, una + i * 536);
+		ck_assert_uint_eq(o.len, 536);
+	}
+	ck_assert_uint_eq(fx_port.port.counters[UIW_PORT_C_tx_drop_full], 0);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_retransmits], 0);
+}
+END_TEST
+
 START_TEST(orderly_close_both_ways)
 {
 	struct out syn = establish_passive(NULL, 0), o;
@@ -804,6 +844,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
+	tcase_add_test(tc, full_port_queue_holds_data_back);
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
