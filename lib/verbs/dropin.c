@@ -9,17 +9,25 @@
  * the first call fails with ENODEV and says so on stderr.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mpa.h"
 #include "net.h"
+#include "rdmap.h"
 #include "tcp.h"
 #include "uiw_config.h"
+#include "uiw_counters.h"
 #include "uiw_fault.h"
 #include "uiw_log.h"
 #include "uiw_port.h"
@@ -30,10 +38,30 @@
 	"uiwarp: no configuration: set UIWARP_CONF to a configuration file, or UIWARP_CONFIG " \
 	"to 'port=DEVARGS; ip=A.B.C.D/N' (docs/DROPIN.md)"
 
-/* The progress thread leaves the stack to a program that polls it itself: after a pass
- * of the program's own within this long, the thread sleeps instead. */
-#define INLINE_QUIET_NS (5 * 1000ull)
-#define THREAD_NAP_US 20
+/*
+ * The progress thread leaves the stack to a program that polls it itself: after a pass of
+ * the program's own within INLINE_QUIET_NS, the thread naps instead, each nap twice the
+ * last up to NAP_MAX_US. A busy-polling program so sees the thread wake about a thousand
+ * times a second rather than tens of thousands (each wake can take the program's core, or
+ * the lock, from it). A program thread about to block kicks the thread awake
+ * (uiw_progress_kick), so the longer naps never delay a blocking program.
+ */
+#define INLINE_QUIET_NS (1000 * 1000ull)
+#define NAP_MIN_US 20
+#define NAP_MAX_US 1000
+
+/*
+ * When the thread runs the stack itself it spins, which is right while it has a core of
+ * its own. When it has none (more spinning threads than cores: two processes each waiting
+ * on memory as ib_write_lat does, on a two-core machine) the kernel takes the core back
+ * only at a scheduler tick, and each message waits one (4 ms). The thread sees this as a
+ * gap of more than CROWDED_GAP_NS between two of its passes; for CROWDED_HOLD_NS after one
+ * it naps CROWDED_NAP_US after each pass instead, so the program's thread has the core
+ * between passes and the thread, waking from a sleep, takes it back at once.
+ */
+#define CROWDED_GAP_NS (1000 * 1000ull)
+#define CROWDED_HOLD_NS (1000 * 1000 * 1000ull)
+#define CROWDED_NAP_US 5
 
 static struct {
 	pthread_once_t once;
@@ -45,7 +73,10 @@ static struct {
 	struct uiw_tcp *tcp;
 	struct uiw_mpa *mpa;
 	pthread_t thread;
-} inst = { .once = PTHREAD_ONCE_INIT };
+	int nap_fd;              /* eventfd: a kick ends the thread's nap */
+	unsigned napping;        /* the thread is (about to be) in its nap */
+	unsigned long crowded_spells;   /* times the thread found itself without a core */
+} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1 };
 
 static void drain_at_exit(void);
 static void *progress_main(void *arg);
@@ -99,7 +130,8 @@ static void bring_up(void)
 	atexit(drain_at_exit);
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
-	if (pthread_create(&inst.thread, NULL, progress_main, NULL) != 0) {
+	inst.nap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (inst.nap_fd < 0 || pthread_create(&inst.thread, NULL, progress_main, NULL) != 0) {
 		fprintf(stderr, "uiwarp: cannot start the progress thread\n");
 		inst.err = EAGAIN;
 		return;
@@ -114,6 +146,30 @@ static void bring_up(void)
  */
 #define EXIT_DRAIN_MS 300
 
+/* $UIWARP_STATS set (and not "0"): the instance's non-zero counters on stderr at exit,
+ * for the program that ran without a word of why it was slow or lost its connection. */
+static void print_counters(void)
+{
+	const char *v = getenv("UIWARP_STATS");
+
+	if (v == NULL || *v == '\0' || strcmp(v, "0") == 0)
+		return;
+	uiw_port_read_pmd_counters(&inst.port);
+	fprintf(stderr, "uiwarp counters of pid %d (non-zero):\n", (int)getpid());
+	uiw_counters_print(stderr, "port", uiw_port_counter_desc, inst.port.counters,
+			   UIW_PORT_C__COUNT, true);
+	uiw_counters_print(stderr, "net", uiw_net_counter_desc, inst.net.counters, UIW_NET_C__COUNT,
+			   true);
+	uiw_counters_print(stderr, "tcp", uiw_tcp_counter_desc, uiw_tcp_counters(inst.tcp),
+			   UIW_TCP_C__COUNT, true);
+	uiw_counters_print(stderr, "mpa", uiw_mpa_counter_desc, uiw_mpa_counters(inst.mpa),
+			   UIW_MPA_C__COUNT, true);
+	uiw_counters_print(stderr, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
+			   UIW_RDMAP_C__COUNT, true);
+	fprintf(stderr, "  progress.crowded_spells     %12lu  # times the progress thread found "
+		"itself without a core\n", inst.crowded_spells);
+}
+
 static void drain_at_exit(void)
 {
 	uint64_t end = uiw_now_ns() + EXIT_DRAIN_MS * UIW_NS_PER_MS;
@@ -123,6 +179,7 @@ static void drain_at_exit(void)
 		uiw_verbs_progress_locked();
 	while (uiw_tcp_conn_count(inst.tcp) > 0 && uiw_now_ns() < end);
 	uiw_port_flush(&inst.port);
+	print_counters();
 	/* The lock stays held: the progress thread (and any thread still in a call) stops
 	 * here, before the exit tears down what the stack uses. */
 }
@@ -133,9 +190,38 @@ int uiw_dropin_ensure(void)
 	return inst.err;
 }
 
+void uiw_progress_kick(void)
+{
+	uint64_t one = 1;
+
+	/* The program makes no pass of its own from here: the thread need not give way. */
+	__atomic_store_n(&uiw_inline_progress_ns, 0, __ATOMIC_RELAXED);
+	if (inst.nap_fd >= 0 && __atomic_load_n(&inst.napping, __ATOMIC_ACQUIRE) &&
+	    write(inst.nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		uiw_log(UIW_LOG_DEBUG, "progress kick: %s", strerror(errno));
+}
+
+/* Sleeps up to @p us, or until a kick. @return true if kicked. */
+static bool nap(unsigned us)
+{
+	struct pollfd p = { .fd = inst.nap_fd, .events = POLLIN };
+	struct timespec ts = { 0, (long)us * 1000 };
+	uint64_t v;
+	bool kicked;
+
+	__atomic_store_n(&inst.napping, 1, __ATOMIC_RELEASE);
+	kicked = ppoll(&p, 1, &ts, NULL) > 0;
+	if (kicked && read(inst.nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		uiw_log(UIW_LOG_DEBUG, "progress nap: %s", strerror(errno));
+	__atomic_store_n(&inst.napping, 0, __ATOMIC_RELEASE);
+	return kicked;
+}
+
 static void *progress_main(void *arg)
 {
 	cpu_set_t all;
+	unsigned nap_us = NAP_MIN_US;
+	uint64_t last_pass = 0, crowded_until = 0;
 
 	(void)arg;
 	/* Not on the program's pinned core only (the EAL pins the thread that started it, and
@@ -144,20 +230,42 @@ static void *progress_main(void *arg)
 	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
 		CPU_SET((int)c, &all);
 	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+	/* Naps as short as asked: the default timer slack (50 us) would triple the shortest. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	for (;;) {
-		uint64_t quiet_since;
-
 		if (__atomic_load_n(&uiw_api_waiting, __ATOMIC_RELAXED) > 0) {
 			sched_yield();   /* a program thread wants the lock: it goes first */
 			continue;
 		}
+		/* Read without the lock: a stale value costs one more nap or one more pass. */
+		if (uiw_now_ns() - __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_RELAXED) <=
+		    INLINE_QUIET_NS) {
+			if (nap(nap_us))
+				nap_us = NAP_MIN_US;
+			else
+				nap_us = nap_us * 2 > NAP_MAX_US ? NAP_MAX_US : nap_us * 2;
+			last_pass = 0;   /* the next pass follows a nap, not a wait for a core */
+			continue;
+		}
+		nap_us = NAP_MIN_US;
+		uint64_t now = uiw_now_ns();
+
+		if (last_pass != 0 && now - last_pass > CROWDED_GAP_NS) {
+			if (crowded_until < now && inst.crowded_spells++ == 0)
+				UIW_INFO("progress thread: a pass waited %.1f ms for a core; it naps "
+					 "between passes while that lasts", (double)(now - last_pass) / 1e6);
+			crowded_until = now + CROWDED_HOLD_NS;
+		}
 		pthread_mutex_lock(&uiw_big_lock);
-		quiet_since = uiw_now_ns() - uiw_inline_progress_ns;
-		if (quiet_since > INLINE_QUIET_NS)
+		if (uiw_now_ns() - uiw_inline_progress_ns > INLINE_QUIET_NS)
 			uiw_verbs_progress_locked();
 		pthread_mutex_unlock(&uiw_big_lock);
-		if (quiet_since <= INLINE_QUIET_NS)
-			usleep(THREAD_NAP_US);
+		if (now < crowded_until) {
+			nap(CROWDED_NAP_US);
+			last_pass = 0;   /* a nap's oversleep is no sign of a crowd */
+		} else {
+			last_pass = uiw_now_ns();
+		}
 	}
 	return NULL;
 }

@@ -21,7 +21,11 @@ pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
 unsigned uiw_api_waiting;
 
-/* The static library has no instance of its own (dropin.c makes one from the environment). */
+/* The static library has no instance or thread of its own (dropin.c makes them). */
+__attribute__((weak)) void uiw_progress_kick(void)
+{
+}
+
 __attribute__((weak)) int uiw_dropin_ensure(void)
 {
 	return 0;
@@ -96,7 +100,7 @@ void uiw_inline_pass(void)
 {
 	uiw_verbs_progress_locked();
 	if (uiw_threaded)
-		uiw_inline_progress_ns = uiw_now_ns();
+		__atomic_store_n(&uiw_inline_progress_ns, uiw_now_ns(), __ATOMIC_RELAXED);
 }
 
 void uiw_verbs_progress(void)
@@ -112,9 +116,15 @@ bool uiw_wait_some(int fd, bool nonblock)
 
 	if (nonblock || !uiw_threaded) {
 		uiw_inline_pass();
+		/* A non-blocking caller may sleep in its own poll() next: the thread runs the
+		 * stack without waiting out its nap (a caller that calls again at once makes
+		 * its own passes, and the thread gives way again). */
+		if (nonblock)
+			uiw_progress_kick();
 		return !nonblock;
 	}
 	pthread_mutex_unlock(&uiw_big_lock);
+	uiw_progress_kick();   /* this thread sleeps: the stack is the progress thread's */
 	if (poll(&p, 1, 10) < 0 && errno != EINTR)
 		usleep(1000);
 	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
@@ -720,12 +730,34 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 	attr->cap.max_inline_data = UIW_MAX_INLINE;
+	q->next = d->qps;
+	d->qps = q;
 	return &q->qp;
 }
 
 struct uiw_qp *uiw_verbs_qp_core(struct ibv_qp *qp)
 {
 	return ((struct uiw_qp_v *)qp)->core;
+}
+
+/* The counters of destroyed QPs, and their sum with the live ones (for the exit report). */
+static uint64_t gone_qps[UIW_RDMAP_C__COUNT], qp_totals[UIW_RDMAP_C__COUNT];
+
+static void qp_counters_add(uint64_t *sum, const struct uiw_qp_v *q)
+{
+	const uint64_t *c = uiw_qp_counters(q->core);
+
+	for (unsigned i = 0; i < UIW_RDMAP_C__COUNT; i++)
+		sum[i] += c[i];
+}
+
+const uint64_t *uiw_verbs_rdmap_totals(void)
+{
+	memcpy(qp_totals, gone_qps, sizeof(qp_totals));
+	for (unsigned i = 0; i < ndevs; i++)
+		for (const struct uiw_qp_v *q = devs[i]->qps; q != NULL; q = q->next)
+			qp_counters_add(qp_totals, q);
+	return qp_totals;
 }
 
 int ibv_destroy_qp(struct ibv_qp *qp)
@@ -750,6 +782,12 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 			*p = q->kick_next;
 			break;
 		}
+	for (struct uiw_qp_v **p = &q->dev->qps; *p != NULL; p = &(*p)->next)
+		if (*p == q) {
+			*p = q->next;
+			break;
+		}
+	qp_counters_add(gone_qps, q);
 	async_forget(qp->context, qp);
 	uiw_qp_destroy(q->core);
 	free(q->inl);

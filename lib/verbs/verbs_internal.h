@@ -60,6 +60,9 @@ bool uiw_wait_some(int fd, bool nonblock);
 /* dropin.c (a weak no-op in the static library): the instance from the environment, with
  * its progress thread. */
 int uiw_dropin_ensure(void);
+/* dropin.c (a weak no-op in the static library): ends the progress thread's nap, for a
+ * program thread about to block while the stack needs running. */
+void uiw_progress_kick(void);
 
 struct uiw_dev {
 	struct ibv_device dev;
@@ -72,6 +75,7 @@ struct uiw_dev {
 	uint8_t next_key;             /* the 8-bit STag key of the next MR */
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
 	struct uiw_qp_v *kick;        /* QPs with posted work to start (the doorbell list) */
+	struct uiw_qp_v *qps;         /* every QP (the counters' sums) */
 };
 
 #define ASYNC_EVENTS 256
@@ -124,7 +128,11 @@ struct uiw_qp_v {
 	struct uiw_qp_v *kick_next;
 	struct rdma_cm_id *cm;        /* the id it was made on (rdma_create_qp), if any */
 	uint8_t *inl;                 /* inline data, UIW_MAX_INLINE bytes per send queue slot */
+	struct uiw_qp_v *next;        /* the device's list of QPs */
 };
+
+/* The RDMAP counters (rdmap.h) summed over every QP the process made, destroyed or not. */
+const uint64_t *uiw_verbs_rdmap_totals(void);
 
 /* IBV_SEND_INLINE: the bytes are copied when posted, into the WR's send queue slot. */
 #define UIW_MAX_INLINE 256
