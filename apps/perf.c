@@ -23,7 +23,7 @@
 #include "uiw_verbs.h"
 
 #define BUF_MAX (1u << 20)
-#define DEPTH 64
+#define DEPTH 128   /* work requests in flight (perftest's default -t) */
 
 enum op { OP_SEND, OP_WRITE, OP_READ };
 
@@ -34,6 +34,7 @@ struct opts {
 	uint32_t min_size, max_size;
 	unsigned iters;
 	unsigned link_wait_ms;
+	unsigned ord;         /* Reads in flight (the MPA ORD asked for; perftest's -o) */
 };
 
 /* What the client asks for (private data of the Request) and the server answers. */
@@ -56,6 +57,7 @@ struct ep {
 static struct rdma_event_channel *cli_ch, *srv_ch;
 static struct rdma_cm_id *listen_id;
 static struct ep cli, srv;
+static uint8_t cli_ord = 16;   /* --ord */
 static const char *const op_names[] = { "Send", "RDMA Write", "RDMA Read" };
 
 static void die(const char *what)
@@ -150,8 +152,11 @@ static void srv_event(struct rdma_cm_event *ev)
 		for (unsigned i = 0; srv.peer.op == OP_SEND && i < DEPTH * 2; i++)
 			post_recv(&srv, srv.peer.size, i);
 		h = (struct hello){ .addr = (uintptr_t)srv.buf, .rkey = srv.mr->rkey };
+		/* As many Reads in flight as the client's ORD asks (the request's
+		 * responder_resources), at least 16. */
+		uint8_t ird = ev->param.conn.responder_resources > 16 ? ev->param.conn.responder_resources : 16;
 		struct rdma_conn_param cp = { .private_data = &h, .private_data_len = sizeof(h),
-					      .responder_resources = 16, .initiator_depth = 16 };
+					      .responder_resources = ird, .initiator_depth = 16 };
 
 		srv_seq = 0;
 		memset(srv.buf, 0, 2 * BUF_MAX);
@@ -182,7 +187,7 @@ static void cli_event(struct rdma_cm_event *ev, const struct hello *ask)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
 		struct hello h = *ask;
 		struct rdma_conn_param cp = { .private_data = &h, .private_data_len = sizeof(h),
-					      .responder_resources = 16, .initiator_depth = 16 };
+					      .responder_resources = 16, .initiator_depth = cli_ord };
 
 		if (ep_setup(&cli, ev->id) != 0)
 			die("client resources");
@@ -346,7 +351,9 @@ static void usage(void)
 		"  --size N | --sizes MIN:MAX   message sizes (powers of two; default 2:1048576)\n"
 		"  --iters N              per size (default 1000 for bandwidth, 10000 for latency)\n"
 		"  --csv                  CSV instead of the table\n"
-		"  --link-wait MS         wait for the port's link (default 10000)\n");
+		"  --link-wait MS         wait for the port's link (default 10000)\n"
+		"  --ord N                Reads in flight, the MPA ORD asked for (default 16;\n"
+		"                         perftest's ib_read_bw asks for 128)\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -357,6 +364,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "size", required_argument, NULL, 's' }, { "sizes", required_argument, NULL, 'S' },
 		{ "iters", required_argument, NULL, 'n' }, { "csv", no_argument, NULL, 'C' },
 		{ "link-wait", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
+		{ "ord", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -375,6 +383,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'n': o->iters = (unsigned)atoi(optarg); break;
 		case 'C': o->csv = true; break;
 		case 'w': o->link_wait_ms = (unsigned)atoi(optarg); break;
+		case 'O': o->ord = (unsigned)atoi(optarg); break;
 		default: usage(); return -1;
 		}
 	}
@@ -385,6 +394,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (o->iters == 0)
 		o->iters = o->lat ? 10000 : 1000;
+	if (o->ord == 0 || o->ord > 128) {
+		fprintf(stderr, "--ord: 1 to 128\n");
+		return -1;
+	}
+	cli_ord = (uint8_t)o->ord;
 	return 0;
 }
 
@@ -464,7 +478,8 @@ static struct rdma_event_channel *nonblocking_channel(void)
 int main(int argc, char **argv)
 {
 	static struct app_instance a, b;
-	struct opts o = { .op = OP_WRITE, .min_size = 2, .max_size = BUF_MAX, .link_wait_ms = 10000 };
+	struct opts o = { .op = OP_WRITE, .min_size = 2, .max_size = BUF_MAX, .link_wait_ms = 10000,
+			  .ord = 16 };
 	struct uiw_config cfg;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -503,5 +518,11 @@ int main(int argc, char **argv)
 		printf("op,test,bytes,iterations,gbps,mpps,avg_us,p50_us,p99_us\n");
 	for (uint32_t size = o.min_size; size <= o.max_size; size *= 2)
 		one_size(&o, o.m.pair ? APP_PAIR_IP_B : o.m.connect_ip, port, size);
+	/* $UIWARP_STATS, as for the drop-in libraries: every layer's counters at the end. */
+	if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0) {
+		app_instance_print_counters(&a, o.m.pair ? "A (client)" : "the client");
+		if (o.m.pair)
+			app_instance_print_counters(&b, "B (server)");
+	}
 	return 0;
 }
