@@ -191,9 +191,10 @@ void uiw_progress_kick(void)
 {
 	uint64_t one = 1;
 
-	/* The program makes no pass of its own from here: the thread need not give way. */
-	__atomic_store_n(&uiw_inline_progress_ns, 0, __ATOMIC_RELAXED);
-	if (inst.nap_fd >= 0 && __atomic_load_n(&inst.napping, __ATOMIC_ACQUIRE) &&
+	/* The program makes no pass of its own from here: the thread need not give way. The
+	 * store, then the load (nap() does the opposite pair): one of the two sees the other. */
+	__atomic_store_n(&uiw_inline_progress_ns, 0, __ATOMIC_SEQ_CST);
+	if (inst.nap_fd >= 0 && __atomic_load_n(&inst.napping, __ATOMIC_SEQ_CST) &&
 	    write(inst.nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		uiw_log(UIW_LOG_DEBUG, "progress kick: %s", strerror(errno));
 }
@@ -206,8 +207,10 @@ static bool nap(unsigned us)
 	uint64_t v;
 	bool kicked;
 
-	__atomic_store_n(&inst.napping, 1, __ATOMIC_RELEASE);
-	kicked = ppoll(&p, 1, &ts, NULL) > 0;
+	__atomic_store_n(&inst.napping, 1, __ATOMIC_SEQ_CST);
+	/* A kick that came before the flag was up wrote nothing, but cleared the time. */
+	kicked = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_SEQ_CST) == 0 ||
+		 ppoll(&p, 1, &ts, NULL) > 0;
 	if (kicked && read(inst.nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		uiw_log(UIW_LOG_DEBUG, "progress nap: %s", strerror(errno));
 	__atomic_store_n(&inst.napping, 0, __ATOMIC_RELEASE);
@@ -232,6 +235,7 @@ static void *progress_main(void *arg)
 	for (;;) {
 		if (__atomic_load_n(&uiw_api_waiting, __ATOMIC_RELAXED) > 0) {
 			sched_yield();   /* a program thread wants the lock: it goes first */
+			last_pass = 0;   /* waiting for the lock is not waiting for a core */
 			continue;
 		}
 		/* Read without the lock: a stale value costs one more nap or one more pass. */
