@@ -341,6 +341,7 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 		tcp_conn_free(c);
 		return rc;
 	}
+	tcp_time_syn(c, now);
 	c->snd_nxt = c->snd_max = c->iss + 1;
 	c->t_rexmt = now + (uint64_t)c->rto_us * 1000ull;
 	tcp_timer_arm(c);

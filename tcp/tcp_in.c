@@ -130,6 +130,7 @@ static void passive_open(struct uiw_tcp *t, struct uiw_tcp_listener *l, struct t
 	c->snd_wl2 = c->iss;
 	tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
 	tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+	tcp_time_syn(c, t->now);
 	c->snd_nxt = c->snd_max = c->iss + 1;
 	c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
 	tcp_timer_arm(c);
@@ -209,8 +210,10 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->snd_una = s->ack;
 	c->t_rexmt = 0;
 	c->backoff = 0;
-	if (c->flags & TF_RTT_ACTIVE)
+	if (c->flags & TF_RTT_ACTIVE) {   /* a SYN sent once: its round trip is a sample */
 		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+		tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+	}
 	tcp_set_state(c, UIW_TCP_ESTABLISHED);
 	c->flags |= TF_ACK_NOW;
 	if (c->ops != NULL && c->ops->connected != NULL)
@@ -321,6 +324,10 @@ static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		tcp_send_rst_for(t, s);
 		return false;
 	}
+	if (c->flags & TF_RTT_ACTIVE) {   /* our SYN-ACK, sent once, acknowledged */
+		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+		tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+	}
 	tcp_set_state(c, UIW_TCP_ESTABLISHED);
 	c->snd_wnd = (uint32_t)s->wnd << c->snd_wscale;
 	c->max_sndwnd = c->snd_wnd;
@@ -365,6 +372,7 @@ static void new_ack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 	if (c->t_rexmt != 0)
 		tcp_timer_arm(c);
 	c->t_probe = 0;
+	c->probe_out = false;
 	tcp_probe_arm(c);
 	if (data_acked > 0 && !(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->sent != NULL)
 		c->ops->sent(c->user, c, data_acked);

@@ -120,6 +120,7 @@ struct uiw_tcp_conn {
 	uint32_t srtt_us, rttvar_us, rto_us;
 	uint32_t rtt_seq;
 	uint64_t rtt_start;
+	bool probe_out;                    /* a tail loss probe awaits an ACK (RFC 8985 §7) */
 
 	/* Timers: absolute ns, 0 = off. */
 	uint64_t t_rexmt, t_persist, t_delack, t_close, t_probe;
@@ -217,6 +218,18 @@ void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n);
 void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s);
 void tcp_send_rst(struct uiw_tcp_conn *c);
 void tcp_mark_pending(struct uiw_tcp_conn *c);
+/*
+ * Times the SYN (or SYN-ACK) just sent: the handshake gives the first RTT sample (RFC 6298
+ * §2 allows it; Linux takes it), so a connection that never sends data (the receiving end
+ * of a stream, which then only closes) does not keep the initial 1 s RTO, backed off, for
+ * its FIN. A retransmitted SYN is not timed (Karn, tcp_timer.c).
+ */
+static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
+{
+	c->flags |= TF_RTT_ACTIVE;
+	c->rtt_seq = c->iss;
+	c->rtt_start = now;
+}
 /* The port's TX queue is full: output resumes at the next pass (uiw_tcp_run). */
 void tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c);

@@ -107,7 +107,10 @@ void tcp_probe_arm(struct uiw_tcp_conn *c)
 	struct uiw_tcp *t = c->tcp;
 	uint64_t pto;
 
-	if (c->srtt_us == 0 || (c->flags & TF_IN_RECOVERY) || c->snd_una == c->snd_max) {
+	/* One probe until an ACK moves snd_una (RFC 8985 §7.3): the probe's own send must not
+	 * arm the next, or a silent peer gets one every PTO until the RTO. */
+	if (c->srtt_us == 0 || c->probe_out || (c->flags & TF_IN_RECOVERY) ||
+	    c->snd_una == c->snd_max) {
 		c->t_probe = 0;
 		return;
 	}
@@ -131,6 +134,7 @@ static void probe_expired(struct uiw_tcp_conn *c)
 	c->t_probe = 0;
 	if (c->snd_una == c->snd_max || (c->flags & TF_IN_RECOVERY))
 		return;
+	c->probe_out = true;
 	tcp_count(t, UIW_TCP_C_tail_loss_probes);
 	if (seq_lt(c->snd_nxt, end) && seq_lt(c->snd_nxt, c->snd_una + c->snd_wnd)) {
 		int n = tcp_send_segment(c, c->snd_nxt, u32_min(c->mss, end - c->snd_nxt), 0);
