@@ -230,7 +230,7 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 	c->rtt_seq = c->iss;
 	c->rtt_start = now;
 }
-/* The port's TX queue is full: output resumes at the next pass (uiw_tcp_run). */
+/* The port's TX queue is full, or the pool empty: output resumes at the next pass. */
 void tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c);
 void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);

@@ -16,7 +16,6 @@ void tcp_mark_pending(struct uiw_tcp_conn *c)
 
 void tcp_mark_blocked(struct uiw_tcp_conn *c)
 {
-	tcp_count(c->tcp, UIW_TCP_C_tx_port_wait);
 	if (c->flags & TF_TX_BLOCKED)
 		return;
 	c->flags |= TF_TX_BLOCKED;
@@ -239,6 +238,7 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 	int rc;
 
 	if (len > 0 && uiw_port_tx_room(t->port) == 0) {
+		tcp_count(t, UIW_TCP_C_tx_port_wait);
 		tcp_mark_blocked(c);
 		return -EAGAIN;
 	}
