@@ -464,6 +464,9 @@ void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
 	snprintf(port->name, sizeof(port->name), "test");
 }
 
+/* A full ring drains at line rate: 20 us frees a few hundred slots of a memif ring. */
+#define TX_RETRY_NS (20 * 1000ull)
+
 uint16_t uiw_port_flush(struct uiw_port *port)
 {
 	uint16_t n = port->tx_n, sent;
@@ -471,6 +474,12 @@ uint16_t uiw_port_flush(struct uiw_port *port)
 
 	if (n == 0 && port->fault == NULL)
 		return 0;
+	/* A ring that took nothing is offered the frames again after a pause, not on every
+	 * pass: a peer that stopped draining (a memif peer that exited) would otherwise see
+	 * its port called without end while the PMD tears the link down. */
+	if (port->tx_retry_ns != 0 && n > 0 && port->fault == NULL && uiw_now_ns() < port->tx_retry_ns)
+		return 0;
+	port->tx_retry_ns = 0;
 	/* Lengths first: once the PMD has a frame, it may already be freed or received. */
 	for (uint16_t i = 0; i < n; i++)
 		len[i] = port->tx_buf[i]->pkt_len;
@@ -478,7 +487,21 @@ uint16_t uiw_port_flush(struct uiw_port *port)
 	for (uint16_t i = 0; i < sent; i++)
 		port->counters[UIW_PORT_C_tx_bytes] += len[i];
 	port->counters[UIW_PORT_C_tx_packets] += sent;
-	/* Frames the PMD did not take stay, in order, for the next flush. */
+	/* Frames the PMD did not take stay, in order, for the next flush, unless its link is
+	 * down (then nothing will take them: dropped, as TCP's timers expect of a dead link). */
+	if (sent == 0 && n > 0 && port->port_id != UIW_PORT_NONE) {
+		struct rte_eth_link link;
+
+		if (rte_eth_link_get_nowait(port->port_id, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_DOWN) {
+			for (uint16_t i = 0; i < n; i++)
+				rte_pktmbuf_free(port->tx_buf[i]);
+			port->counters[UIW_PORT_C_tx_drop_full] += n;
+			port->tx_n = 0;
+			return 0;
+		}
+		port->tx_retry_ns = uiw_now_ns() + TX_RETRY_NS;
+	}
 	if (sent < n) {
 		port->counters[UIW_PORT_C_tx_busy] += (uint64_t)(n - sent);
 		memmove(port->tx_buf, port->tx_buf + sent, (size_t)(n - sent) * sizeof(port->tx_buf[0]));

@@ -29,7 +29,7 @@
 	X(rx_bytes, "bytes received from the PMD")                                   \
 	X(tx_packets, "frames the PMD accepted")                                     \
 	X(tx_bytes, "bytes the PMD accepted")                                        \
-	X(tx_drop_full, "frames dropped: the PMD's TX queue and ours were full")      \
+	X(tx_drop_full, "frames dropped: the PMD's TX ring and ours full, or the link down") \
 	X(tx_busy, "frames the PMD refused for now (kept, offered again)")           \
 	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")                  \
 	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
@@ -61,6 +61,7 @@ struct uiw_port {
 	void *user;                   /**< for the burst functions of a test port */
 	void *fault;                  /**< struct uiw_fault when faults are injected */
 	uint16_t tx_n;
+	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */
 	struct rte_mbuf *tx_buf[UIW_PORT_TX_BUF];
 	uint64_t counters[UIW_PORT_C__COUNT];
 	char name[64];
