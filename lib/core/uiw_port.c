@@ -16,6 +16,7 @@
 
 #include "uiw_fault.h"
 #include "uiw_log.h"
+#include "uiw_port_gate.h"
 #include "uiw_time.h"
 
 #define UIW_PORT_DESC_(name, help) { #name, help },
@@ -208,6 +209,29 @@ static uint16_t ethdev_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_
 	return rte_eth_tx_burst(port->port_id, 0, pkts, n);
 }
 
+/* memif: bursts only while its control thread is held (uiw_port_gate.h). */
+static uint16_t gated_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got;
+
+	if (!uiw_port_gate_enter(uiw_now_ns()))
+		return 0;
+	got = rte_eth_rx_burst(port->port_id, 0, pkts, n);
+	uiw_port_gate_leave();
+	return got;
+}
+
+static uint16_t gated_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t sent;
+
+	if (!uiw_port_gate_enter(uiw_now_ns()))
+		return 0;
+	sent = rte_eth_tx_burst(port->port_id, 0, pkts, n);
+	uiw_port_gate_leave();
+	return sent;
+}
+
 int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 {
 	char name[RTE_DEV_NAME_MAX_LEN];
@@ -351,6 +375,16 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		UIW_ERR("port %s: start failed: %s", port->name, strerror(-rc));
 		goto fail;
 	}
+	/* memif changes its rings from the EAL interrupt thread (uiw_port_gate.h). */
+	if (strcmp(info.driver_name, "net_memif") == 0) {
+		if (uiw_port_gate_attach(port_id) != 0) {
+			rte_eth_dev_stop(port_id);
+			goto fail;
+		}
+		port->gated = true;
+		port->rx_burst = gated_rx;
+		port->tx_burst = gated_tx;
+	}
 	rte_eth_macaddr_get(port_id, &port->mac);
 	/* PMDs without a MAC of their own (net_ring) do no filtering: use one in software. */
 	if (cfg->mac_set && memcmp(port->mac.addr_bytes, cfg->mac, 6) != 0)
@@ -377,6 +411,8 @@ void uiw_port_read_pmd_counters(struct uiw_port *port)
 	port->counters[UIW_PORT_C_rx_missed] = st.imissed;
 	port->counters[UIW_PORT_C_rx_errors] = st.ierrors;
 	port->counters[UIW_PORT_C_rx_nombuf] = st.rx_nombuf;
+	if (port->gated)
+		port->counters[UIW_PORT_C_ctl_windows] = uiw_port_gate_windows();
 }
 
 int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
@@ -386,6 +422,10 @@ int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 	if (port->port_id == UIW_PORT_NONE)
 		return 0;
 	for (unsigned waited = 0;; waited += 10) {
+		/* A gated port's link comes up on the interrupt thread, which the gate holds
+		 * until stepped. */
+		if (port->gated && uiw_port_gate_enter(uiw_now_ns()))
+			uiw_port_gate_leave();
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(port->port_id, &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_UP)
@@ -407,6 +447,9 @@ void uiw_port_close(struct uiw_port *port)
 		char name[RTE_DEV_NAME_MAX_LEN];
 
 		snprintf(name, sizeof(name), "%s", port->name);
+		if (port->gated)
+			uiw_port_gate_detach(port->port_id);
+		port->gated = false;
 		rte_eth_dev_stop(port->port_id);
 		rte_eth_dev_close(port->port_id);
 		if (port->is_vdev)

@@ -34,7 +34,8 @@
 	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")                  \
 	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
 	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
-	X(rx_nombuf, "frames the PMD dropped: no mbuf to receive into")
+	X(rx_nombuf, "frames the PMD dropped: no mbuf to receive into")               \
+	X(ctl_windows, "pauses of the data path for the PMD's control thread (memif)")
 
 #define UIW_PORT_C_(name, help) UIW_PORT_C_##name,
 enum uiw_port_counter { UIW_PORT_COUNTERS(UIW_PORT_C_) UIW_PORT_C__COUNT };
@@ -60,6 +61,7 @@ struct uiw_port {
 	uiw_burst_fn tx_burst;
 	void *user;                   /**< for the burst functions of a test port */
 	void *fault;                  /**< struct uiw_fault when faults are injected */
+	bool gated;                   /**< memif: bursts take turns with its control thread */
 	uint16_t tx_n;
 	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */
 	struct rte_mbuf *tx_buf[UIW_PORT_TX_BUF];

@@ -36,19 +36,15 @@ pair() {
 		--ping 10.66.0.1 --count 10 --interval 50 --idle-exit 500 --duration 30 \
 		>"$tmp/$name-client.log" 2>&1
 	rc=$?
-	# Stop the server only now: memif in DPDK 22.11 may crash a sender whose peer left.
+	# The server polls on while its peer leaves (memif: the peer's disconnect unmaps the
+	# rings under a burst unless the port's control gate holds it off), then stops.
+	sleep 0.5
 	kill -TERM "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
-	if [ "$rc" -eq 0 ] && grep -q "ping: 10 sent, 10 replies" "$tmp/$name-client.log" &&
+	if [ "$rc" -eq 0 ] && [ "$src" -eq 0 ] && grep -q "ping: 10 sent, 10 replies" "$tmp/$name-client.log" &&
 		grep -q "icmp_echo_answered *10 " "$tmp/$name-server.log"; then
-		echo "ok: $name: 10 of 10 echoes answered"
-		passed=$((passed + 1))
-	elif [ "$rc" -eq 0 ] && grep -q "ping: 10 sent, 10 replies" "$tmp/$name-client.log" &&
-		[ "$name" = memif ] && [ "$src" -ge 128 ]; then
-		# The client's 10 replies came from the server; the server then died in DPDK
-		# 22.11's memif PMD when its peer left, before it printed its counters.
-		echo "ok: $name: 10 of 10 echoes answered (the server then crashed in the memif PMD as its peer left, signal $((src - 128)))"
+		echo "ok: $name: 10 of 10 echoes answered, the server outlived its peer"
 		passed=$((passed + 1))
 	else
 		echo "FAIL: $name"
@@ -59,6 +55,34 @@ pair() {
 
 pair memif "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" \
 	"net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no"
+# memif peers coming and going: one server, 20 clients in turn (each pings 3 times and
+# exits while the server polls). Each exit unmaps the server's rings from its interrupt
+# thread; the server must answer every client and exit cleanly at the end.
+"$host" --set "port=net_memif0,role=server,socket=$tmp/churn.sock,socket-abstract=no; ip=10.66.0.1/24; lcores=0; $common" \
+	--duration 120 >"$tmp/churn-server.log" 2>&1 &
+cpid=$!
+pids+=("$cpid")
+sleep 0.5
+churn_ok=0
+for i in $(seq 20); do
+	kill -0 "$cpid" 2>/dev/null || break
+	"$host" --set "port=net_memif0,role=client,socket=$tmp/churn.sock,socket-abstract=no; ip=10.66.0.2/24; lcores=1; $common" \
+		--ping 10.66.0.1 --count 3 --interval 10 --idle-exit 100 --duration 10 \
+		>"$tmp/churn-client.log" 2>&1 && grep -q "ping: 3 sent, 3 replies" "$tmp/churn-client.log" &&
+		churn_ok=$((churn_ok + 1))
+done
+sleep 0.3
+kill -TERM "$cpid" 2>/dev/null
+wait "$cpid"
+src=$?
+if [ "$churn_ok" -eq 20 ] && [ "$src" -eq 0 ]; then
+	echo "ok: memif: 20 clients in turn answered, the server outlived them all"
+	passed=$((passed + 1))
+else
+	echo "FAIL: memif churn: $churn_ok of 20 clients answered, server rc $src"
+	tail -n 20 "$tmp/churn-server.log"
+	failed=$((failed + 1))
+fi
 pair vhost-virtio "net_vhost0,iface=$tmp/vhost.sock,queues=1" \
 	"net_virtio_user0,path=$tmp/vhost.sock,queues=1"
 

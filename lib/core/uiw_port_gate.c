@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* rte_intr_instance_alloc() and its setters are experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include "uiw_port_gate.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_ethdev.h>
+#include <rte_interrupts.h>
+#include <rte_spinlock.h>
+
+#include "uiw_log.h"
+
+enum gate_state {
+	GATE_OPEN,      /* interrupt thread free; no bursts */
+	GATE_CLOSING,   /* asked to come in; no bursts until it is held */
+	GATE_CLOSED,    /* held: bursts allowed */
+	GATE_DRAINING,  /* hold over: no new bursts, the thread goes when the last one ends */
+	GATE_OPENING,   /* let go; no bursts until it has left the callback */
+};
+
+static struct {
+	rte_spinlock_t lock;     /* everything but held */
+	unsigned nports;
+	uint16_t ports[UIW_GATE_MAX_PORTS];
+	enum gate_state state;
+	uint64_t since_ns;       /* when the state was entered */
+	uint64_t hold_ns;        /* how long this hold lasts */
+	unsigned bursting;       /* bursts in progress */
+	uint64_t windows;
+	struct rte_intr_handle *ih;
+	int hold_fd;             /* registered with the EAL: a write brings the thread in */
+	int go_fd;               /* a write lets the held thread go */
+	int held;                /* atomic: the interrupt thread is inside hold() */
+} gate = { .lock = RTE_SPINLOCK_INITIALIZER, .hold_fd = -1, .go_fd = -1 };
+
+static void drain_fd(int fd)
+{
+	eventfd_t v;
+
+	if (eventfd_read(fd, &v) != 0 && errno != EAGAIN)
+		UIW_DEBUG("port gate: eventfd read: %s", strerror(errno));
+}
+
+static void signal_fd(int fd)
+{
+	if (eventfd_write(fd, 1) != 0)
+		UIW_WARN("port gate: eventfd write: %s", strerror(errno));
+}
+
+/* Runs on the EAL interrupt thread: stays until the data path says go. No other
+ * interrupt callback (memif's control channel among them) runs meanwhile. */
+static void hold(void *arg)
+{
+	struct pollfd p = { .fd = gate.go_fd, .events = POLLIN };
+
+	(void)arg;
+	drain_fd(gate.hold_fd);
+	__atomic_store_n(&gate.held, 1, __ATOMIC_RELEASE);
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	drain_fd(gate.go_fd);
+	__atomic_store_n(&gate.held, 0, __ATOMIC_RELEASE);
+}
+
+static int gate_create(void)
+{
+	gate.hold_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	gate.go_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	gate.ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+	gate.state = GATE_OPEN;
+	gate.held = 0;
+	if (gate.hold_fd >= 0 && gate.go_fd >= 0 && gate.ih != NULL &&
+	    rte_intr_fd_set(gate.ih, gate.hold_fd) == 0 &&
+	    rte_intr_type_set(gate.ih, RTE_INTR_HANDLE_EXT) == 0 &&
+	    rte_intr_callback_register(gate.ih, hold, NULL) == 0)
+		return 0;
+	UIW_ERR("port gate: cannot register with the EAL interrupt thread");
+	rte_intr_instance_free(gate.ih);
+	gate.ih = NULL;
+	if (gate.hold_fd >= 0)
+		close(gate.hold_fd);
+	if (gate.go_fd >= 0)
+		close(gate.go_fd);
+	gate.hold_fd = gate.go_fd = -1;
+	return -1;
+}
+
+int uiw_port_gate_attach(uint16_t port_id)
+{
+	int rc = 0;
+
+	rte_spinlock_lock(&gate.lock);
+	if (gate.nports == UIW_GATE_MAX_PORTS) {
+		UIW_ERR("port gate: more than %d gated ports", UIW_GATE_MAX_PORTS);
+		rc = -1;
+	} else if (gate.ih == NULL) {
+		rc = gate_create();   /* once per process: the gate stays registered */
+	}
+	if (rc == 0)
+		gate.ports[gate.nports++] = port_id;
+	rte_spinlock_unlock(&gate.lock);
+	return rc;
+}
+
+/* With no port left: the interrupt thread is brought in and stays, so nothing it might
+ * do (rebuild its set of descriptors after the ports' callbacks went) runs while the EAL
+ * frees its memory in rte_eal_cleanup(). A port opened later opens the gate again.
+ * One second at most. */
+static void park(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		rte_spinlock_lock(&gate.lock);
+		switch (gate.state) {
+		case GATE_OPEN:
+			gate.state = GATE_CLOSING;
+			signal_fd(gate.hold_fd);
+			break;
+		case GATE_OPENING:
+			if (!__atomic_load_n(&gate.held, __ATOMIC_ACQUIRE))
+				gate.state = GATE_OPEN;
+			break;
+		case GATE_CLOSING:
+			if (__atomic_load_n(&gate.held, __ATOMIC_ACQUIRE))
+				gate.state = GATE_CLOSED;
+			break;
+		case GATE_DRAINING:
+			gate.state = GATE_CLOSED;   /* still held: go was not given */
+			break;
+		case GATE_CLOSED:
+			break;
+		}
+		bool done = gate.state == GATE_CLOSED;
+
+		rte_spinlock_unlock(&gate.lock);
+		if (done)
+			return;
+		usleep(1000);
+	}
+	UIW_WARN("port gate: the EAL interrupt thread did not come in");
+}
+
+void uiw_port_gate_detach(uint16_t port_id)
+{
+	bool last = false;
+
+	rte_spinlock_lock(&gate.lock);
+	for (unsigned i = 0; i < gate.nports; i++) {
+		if (gate.ports[i] == port_id) {
+			gate.ports[i] = gate.ports[--gate.nports];
+			last = gate.nports == 0;
+			break;
+		}
+	}
+	rte_spinlock_unlock(&gate.lock);
+	if (last)
+		park();
+}
+
+/* Links of the gated ports: @return how many are up; *all when every one is. */
+static unsigned links_up(bool *all)
+{
+	struct rte_eth_link link;
+	unsigned up = 0;
+
+	for (unsigned i = 0; i < gate.nports; i++) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(gate.ports[i], &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_UP)
+			up++;
+	}
+	*all = up == gate.nports;
+	return up;
+}
+
+/* One step; the lock is held. @return true if bursts may go ahead. */
+static bool step(uint64_t now_ns)
+{
+	bool all;
+
+	switch (gate.state) {
+	case GATE_CLOSED:
+		if (now_ns - gate.since_ns < gate.hold_ns)
+			return true;
+		gate.state = GATE_DRAINING;
+		/* fall through */
+	case GATE_DRAINING:
+		if (gate.bursting > 0)
+			return false;   /* another thread is in a burst */
+		/* Time for what the interrupt thread has waiting (a peer's disconnect). */
+		gate.windows++;
+		gate.state = GATE_OPENING;
+		signal_fd(gate.go_fd);
+		return false;
+	case GATE_OPENING:
+		if (__atomic_load_n(&gate.held, __ATOMIC_ACQUIRE))
+			return false;
+		gate.state = GATE_OPEN;
+		gate.since_ns = now_ns;
+		/* fall through */
+	case GATE_OPEN:
+		if (links_up(&all) == 0)
+			return false;   /* nothing to burst on; the thread brings links up */
+		gate.state = GATE_CLOSING;
+		signal_fd(gate.hold_fd);
+		return false;
+	case GATE_CLOSING:
+		if (!__atomic_load_n(&gate.held, __ATOMIC_ACQUIRE))
+			return false;
+		/* What the thread ran before it came in may have taken the links down. */
+		if (links_up(&all) == 0) {
+			gate.state = GATE_OPENING;
+			signal_fd(gate.go_fd);
+			return false;
+		}
+		gate.hold_ns = all ? UIW_GATE_HOLD_NS : UIW_GATE_SETUP_NS;
+		gate.state = GATE_CLOSED;
+		gate.since_ns = now_ns;
+		return true;
+	}
+	return false;
+}
+
+bool uiw_port_gate_enter(uint64_t now_ns)
+{
+	bool go;
+
+	rte_spinlock_lock(&gate.lock);
+	go = step(now_ns);
+	if (go)
+		gate.bursting++;
+	rte_spinlock_unlock(&gate.lock);
+	return go;
+}
+
+void uiw_port_gate_leave(void)
+{
+	rte_spinlock_lock(&gate.lock);
+	gate.bursting--;
+	rte_spinlock_unlock(&gate.lock);
+}
+
+bool uiw_port_gate_held(void)
+{
+	bool held;
+
+	rte_spinlock_lock(&gate.lock);
+	held = gate.state == GATE_CLOSED;
+	rte_spinlock_unlock(&gate.lock);
+	return held;
+}
+
+uint64_t uiw_port_gate_windows(void)
+{
+	return __atomic_load_n(&gate.windows, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The control gate of ports whose PMD changes their data path from the EAL interrupt
+ * thread (net_memif).
+ *
+ * memif's control channel runs on the EAL interrupt thread. When the peer goes away that
+ * thread unmaps the shared rings (memif_disconnect()) with nothing to keep it from doing
+ * so while another thread is inside rte_eth_rx_burst() or rte_eth_tx_burst() on the same
+ * rings: the burst then reads unmapped memory and the process dies of SIGSEGV. A peer
+ * process that exits while this one still polls (both ends of a test exiting together,
+ * a crashed peer) is enough.
+ *
+ * The gate makes the two take turns. It holds the interrupt thread in a callback of its
+ * own (registered on an eventfd), and gated ports burst only while it is held. Every
+ * UIW_GATE_HOLD_NS (UIW_GATE_SETUP_NS while a gated port's link is down, so a connection
+ * in set-up proceeds) the gate waits for the bursts in progress, lets the thread go, and
+ * bursts nothing until the thread has run what was waiting (a disconnect included) and is
+ * held again. While no gated port's link is up the thread runs freely and nothing bursts.
+ * Once the last gated port has closed, the thread is held for good.
+ *
+ * There is one interrupt thread per process, so one gate: every gated port shares it,
+ * from any number of threads.
+ */
+#ifndef UIW_PORT_GATE_H
+#define UIW_PORT_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/** How long the interrupt thread is held at a time while every gated link is up. */
+#define UIW_GATE_HOLD_NS (50 * 1000 * 1000ull)
+/** The same while a gated port's link is down (its peer is connecting, or gone). */
+#define UIW_GATE_SETUP_NS (1000 * 1000ull)
+/** Ports one process can gate. */
+#define UIW_GATE_MAX_PORTS 8
+
+/** Puts ethdev @p port_id behind the gate (created on first use). @return 0, or -1. */
+int uiw_port_gate_attach(uint16_t port_id);
+
+/**
+ * Takes @p port_id from behind the gate. After the last one the interrupt thread stays
+ * held (rte_eal_cleanup() frees memory it would touch) until a gated port is opened again
+ * and bursts or waits for its link.
+ */
+void uiw_port_gate_detach(uint16_t port_id);
+
+/**
+ * Before a burst on a gated port: one step of the gate. @return true if the burst may go
+ * ahead; then uiw_port_gate_leave() must follow it.
+ */
+bool uiw_port_gate_enter(uint64_t now_ns);
+
+/** After a burst uiw_port_gate_enter() let through. */
+void uiw_port_gate_leave(void);
+
+/** True while the interrupt thread is held (no other interrupt callback can run). */
+bool uiw_port_gate_held(void);
+
+/** Times the interrupt thread has been let go between bursts. */
+uint64_t uiw_port_gate_windows(void);
+
+#endif
