@@ -217,6 +217,19 @@ static bool nap(unsigned us)
 	return kicked;
 }
 
+/*
+ * True if the program made a pass of its own within INLINE_QUIET_NS (0: it was kicked, or
+ * never polled). The mark is read before the clock and the two compared signed: a mark
+ * stored between the two reads, or taken on a core whose TSC runs slightly ahead, is
+ * recent rather than centuries old.
+ */
+static bool program_polls(void)
+{
+	uint64_t mark = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_ACQUIRE);
+
+	return mark != 0 && (int64_t)(uiw_now_ns() - mark) <= (int64_t)INLINE_QUIET_NS;
+}
+
 static void *progress_main(void *arg)
 {
 	cpu_set_t all;
@@ -232,6 +245,7 @@ static void *progress_main(void *arg)
 	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 	/* Naps as short as asked: the default timer slack (50 us) would triple the shortest. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	pthread_setname_np(pthread_self(), "uiw-progress");   /* as top -H and perf show it */
 	for (;;) {
 		if (__atomic_load_n(&uiw_api_waiting, __ATOMIC_RELAXED) > 0) {
 			sched_yield();   /* a program thread wants the lock: it goes first */
@@ -239,8 +253,7 @@ static void *progress_main(void *arg)
 			continue;
 		}
 		/* Read without the lock: a stale value costs one more nap or one more pass. */
-		if (uiw_now_ns() - __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_RELAXED) <=
-		    INLINE_QUIET_NS) {
+		if (program_polls()) {
 			if (nap(nap_us))
 				nap_us = NAP_MIN_US;
 			else
@@ -256,7 +269,7 @@ static void *progress_main(void *arg)
 				 "threads than cores: each message may wait as long)",
 				 (double)(now - last_pass) / 1e6);
 		pthread_mutex_lock(&uiw_big_lock);
-		if (uiw_now_ns() - uiw_inline_progress_ns > INLINE_QUIET_NS)
+		if (!program_polls())
 			uiw_verbs_progress_locked();
 		pthread_mutex_unlock(&uiw_big_lock);
 		last_pass = uiw_now_ns();
