@@ -193,7 +193,7 @@ static bool step(uint64_t now_ns)
 		if (gate.bursting > 0)
 			return false;   /* another thread is in a burst */
 		/* Time for what the interrupt thread has waiting (a peer's disconnect). */
-		gate.windows++;
+		__atomic_store_n(&gate.windows, gate.windows + 1, __ATOMIC_RELAXED);
 		gate.state = GATE_OPENING;
 		signal_fd(gate.go_fd);
 		return false;
