@@ -518,8 +518,7 @@ uint16_t uiw_port_flush(struct uiw_port *port)
 	if (n == 0 && port->fault == NULL)
 		return 0;
 	/* A ring that took nothing is offered the frames again after a pause, not on every
-	 * pass: a peer that stopped draining (a memif peer that exited) would otherwise see
-	 * its port called without end while the PMD tears the link down. */
+	 * pass: a peer that stopped draining frees no room in the meantime. */
 	if (port->tx_retry_ns != 0 && n > 0 && port->fault == NULL && uiw_now_ns() < port->tx_retry_ns)
 		return 0;
 	port->tx_retry_ns = 0;
