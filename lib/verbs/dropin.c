@@ -41,14 +41,19 @@
 /*
  * The progress thread leaves the stack to a program that polls it itself: after a pass of
  * the program's own within INLINE_QUIET_NS, the thread naps instead, each nap twice the
- * last up to NAP_MAX_US. A busy-polling program so sees the thread wake about a thousand
- * times a second rather than tens of thousands (each wake can take the program's core, or
- * the lock, from it). A program thread about to block kicks the thread awake
- * (uiw_progress_kick), so the longer naps never delay a blocking program.
+ * last up to NAP_MAX_US. A program that keeps polling so sees the thread wake about a
+ * hundred times a second: each wake on a busy core takes it from a program thread (with
+ * naps of at most 1 ms the program threads of a 64 KiB ib_write_bw pair spent 5-6% more
+ * of their time waiting for a core than uiwarp-perf's, which has no such thread; with 8 ms,
+ * about as long). Each pass the thread makes itself starts the doubling again from
+ * NAP_MIN_US, so a program that waits on memory between short polls (ib_write_lat) is
+ * served within about INLINE_QUIET_NS of its last poll, as with shorter naps. A program
+ * thread about to block kicks the thread awake (uiw_progress_kick): the long naps never
+ * delay a blocking program.
  */
 #define INLINE_QUIET_NS (1000 * 1000ull)
 #define NAP_MIN_US 20
-#define NAP_MAX_US 1000
+#define NAP_MAX_US 8000
 
 /*
  * When the thread runs the stack itself it spins, which is right while it has a core of
@@ -59,6 +64,7 @@
  * came more than LATE_PASS_NS after the last, so a slow run shows why.
  */
 #define LATE_PASS_NS (1000 * 1000ull)
+#define YIELD_WINDOW_NS (20 * 1000 * 1000ull)
 
 static struct {
 	pthread_once_t once;
@@ -73,6 +79,10 @@ static struct {
 	int nap_fd;              /* eventfd: a kick ends the thread's nap */
 	unsigned napping;        /* the thread is (about to be) in its nap */
 	unsigned long late_passes;   /* passes that waited more than LATE_PASS_NS for a core */
+	unsigned long lock_busy;     /* times the thread found a program thread in a call */
+	unsigned long passes;        /* passes the thread made for the program */
+	unsigned long naps;          /* naps while the program polled */
+	unsigned long yields;        /* passes after which the thread gave its core back */
 } inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1 };
 
 static void drain_at_exit(void);
@@ -165,6 +175,11 @@ static void print_counters(void)
 			   UIW_RDMAP_C__COUNT, true);
 	fprintf(stderr, "  progress.late_passes        %12lu  # progress thread passes that waited "
 		"over 1 ms for a core\n", inst.late_passes);
+	fprintf(stderr, "  progress.passes             %12lu  # passes the progress thread made\n"
+		"  progress.naps               %12lu  # naps while the program polled\n"
+		"  progress.lock_busy          %12lu  # naps while a program thread held the lock\n"
+		"  progress.yields             %12lu  # passes after which the thread gave way\n",
+		inst.passes, inst.naps, inst.lock_busy, inst.yields);
 }
 
 static void drain_at_exit(void)
@@ -217,6 +232,15 @@ static bool nap(unsigned us)
 	return kicked;
 }
 
+/* Naps, the next nap twice as long unless a kick ended this one. */
+static void nap_backoff(unsigned *us)
+{
+	if (nap(*us))
+		*us = NAP_MIN_US;
+	else
+		*us = *us * 2 > NAP_MAX_US ? NAP_MAX_US : *us * 2;
+}
+
 /*
  * True if the program made a pass of its own within INLINE_QUIET_NS (0: it was kicked, or
  * never polled). The mark is read before the clock and the two compared signed: a mark
@@ -228,6 +252,21 @@ static bool program_polls(void)
 	uint64_t mark = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_ACQUIRE);
 
 	return mark != 0 && (int64_t)(uiw_now_ns() - mark) <= (int64_t)INLINE_QUIET_NS;
+}
+
+/*
+ * True if the program polled within YIELD_WINDOW_NS, though not within INLINE_QUIET_NS: a
+ * program that polls that often and then stops has most likely lost its core, perhaps to
+ * this thread, which would otherwise spin until the next scheduler tick while the program
+ * waits to run (measured: a 64 KiB ib_write_bw client went 1-10 ms without a pass about
+ * 180,000 times a run). Such passes give the core back at once. A program that stopped
+ * polling long ago (one waiting on memory) gets passes without the system call.
+ */
+static bool program_lost_core(void)
+{
+	uint64_t mark = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_ACQUIRE);
+
+	return mark != 0 && (int64_t)(uiw_now_ns() - mark) <= (int64_t)YIELD_WINDOW_NS;
 }
 
 static void *progress_main(void *arg)
@@ -254,11 +293,19 @@ static void *progress_main(void *arg)
 		}
 		/* Read without the lock: a stale value costs one more nap or one more pass. */
 		if (program_polls()) {
-			if (nap(nap_us))
-				nap_us = NAP_MIN_US;
-			else
-				nap_us = nap_us * 2 > NAP_MAX_US ? NAP_MAX_US : nap_us * 2;
+			inst.naps++;
+			nap_backoff(&nap_us);
 			last_pass = 0;   /* the next pass follows a nap, not a wait for a core */
+			continue;
+		}
+		/* A program thread holding the lock is in a call of its own (a long pass, a burst
+		 * of posts): waiting for the lock would hand it to and fro, a system call and
+		 * often a context switch on each side, so the thread naps as if the program
+		 * polled. */
+		if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
+			inst.lock_busy++;
+			nap_backoff(&nap_us);
+			last_pass = 0;
 			continue;
 		}
 		nap_us = NAP_MIN_US;
@@ -268,10 +315,15 @@ static void *progress_main(void *arg)
 			UIW_INFO("progress thread: a pass waited %.1f ms for a core (more spinning "
 				 "threads than cores: each message may wait as long)",
 				 (double)(now - last_pass) / 1e6);
-		pthread_mutex_lock(&uiw_big_lock);
-		if (!program_polls())
+		if (!program_polls()) {
 			uiw_verbs_progress_locked();
+			inst.passes++;
+		}
 		pthread_mutex_unlock(&uiw_big_lock);
+		if (program_lost_core()) {
+			inst.yields++;
+			sched_yield();
+		}
 		last_pass = uiw_now_ns();
 	}
 	return NULL;

@@ -28,6 +28,8 @@ static inline int uiw_api_lock(void)
 {
 	if (!uiw_threaded)
 		return 0;
+	if (pthread_mutex_trylock(&uiw_big_lock) == 0)
+		return 1;   /* the common case: one atomic, no count */
 	/* The progress thread gives way while a program thread waits (a mutex is not fair). */
 	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&uiw_big_lock);
