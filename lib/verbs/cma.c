@@ -703,20 +703,20 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 	return fail(ENOSYS);
 }
 
+/* With IBV_QP_INIT_ATTR_SEND_OPS_FLAGS the QP takes the ibv_wr_* calls (verbs_wr.c). */
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)
 {
-	struct ibv_qp_init_attr a = { .qp_context = qp_init_attr->qp_context,
-				      .send_cq = qp_init_attr->send_cq, .recv_cq = qp_init_attr->recv_cq,
-				      .srq = qp_init_attr->srq, .cap = qp_init_attr->cap,
-				      .qp_type = qp_init_attr->qp_type, .sq_sig_all = qp_init_attr->sq_sig_all };
-	int rc;
+	UIW_API_LOCK();
+	struct ibv_qp *qp;
 
-	if ((qp_init_attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD) != 0 ||
-	    !(qp_init_attr->comp_mask & IBV_QP_INIT_ATTR_PD))
-		return fail(EOPNOTSUPP);
-	rc = rdma_create_qp(id, qp_init_attr->pd, &a);
-	qp_init_attr->cap = a.cap;
-	return rc;
+	if (id->verbs == NULL || qp_init_attr->pd == NULL || qp_init_attr->pd->context != id->verbs)
+		return fail(EINVAL);
+	qp = uiw_create_qp_ex(id->verbs, qp_init_attr);
+	if (qp == NULL)
+		return -1;
+	id->qp = qp;
+	((struct uiw_qp_v *)qp)->cm = id;
+	return 0;
 }
 
 /* The attributes a QP made outside rdma_cm would be given: iWARP QPs follow their

@@ -239,6 +239,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->ops.post_send = op_post_send;
 	ctx->ops.post_recv = op_post_recv;
 	ctx->ops.post_srq_recv = op_post_srq_recv;
+	c->vctx.create_qp_ex = uiw_create_qp_ex;
 	return ctx;
 }
 
@@ -730,6 +731,9 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 	attr->cap.max_inline_data = UIW_MAX_INLINE;
+	attr->cap.max_send_wr = q->sq->cap;
+	attr->cap.max_recv_wr = a.rq_size;
+	q->cap = attr->cap;
 	q->next = d->qps;
 	d->qps = q;
 	return &q->qp;
@@ -790,6 +794,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	qp_counters_add(gone_qps, q);
 	async_forget(qp->context, qp);
 	uiw_qp_destroy(q->core);
+	uiw_wr_batch_free(q);
 	free(q->inl);
 	free(q);
 	return 0;
@@ -824,7 +829,10 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct i
 	init->qp_type = IBV_QPT_RC;
 	init->send_cq = qp->send_cq;
 	init->recv_cq = qp->recv_cq;
-	init->cap.max_inline_data = attr->cap.max_inline_data = UIW_MAX_INLINE;
+	init->cap = attr->cap = ((struct uiw_qp_v *)qp)->cap;
+	init->sq_sig_all = ((struct uiw_qp_v *)qp)->sig_all;
+	init->srq = qp->srq;
+	init->qp_context = qp->qp_context;
 	return 0;
 }
 
@@ -965,6 +973,21 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 	if (rc != 0)
 		*bad = wr;
 	return rc;
+}
+
+int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	UIW_API_LOCK();
+	const struct uiw_sq *sq = ((struct uiw_qp_v *)qp)->sq;
+	uint32_t n = 0;
+
+	for (const struct ibv_send_wr *w = wr; w != NULL; w = w->next)
+		n++;
+	if (n > sq->cap - (sq->tail - sq->comp)) {
+		*bad = wr;
+		return ENOMEM;
+	}
+	return op_post_send(qp, wr, bad);
 }
 
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

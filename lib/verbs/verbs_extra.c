@@ -321,12 +321,6 @@ int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 	return EOPNOTSUPP;
 }
 
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	return fail_null(EOPNOTSUPP);   /* QPs are not made by ibv_create_qp_ex */
-}
-
 int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp, (void)ece;

@@ -121,7 +121,12 @@ struct uiw_srq_v {
 struct uiw_cm_id;
 
 struct uiw_qp_v {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;     /* its qp_base is qp: for the ibv_wr_* calls */
+	};
+	struct uiw_wr_batch *batch;   /* verbs_wr.c: made with send ops flags, else NULL */
+	struct ibv_qp_cap cap;        /* as made (ibv_query_qp reports it) */
 	struct uiw_qp *core;
 	struct uiw_sq *sq;            /* the core's send queue, filled in place */
 	struct uiw_dev *dev;
@@ -132,6 +137,13 @@ struct uiw_qp_v {
 	uint8_t *inl;                 /* inline data, UIW_MAX_INLINE bytes per send queue slot */
 	struct uiw_qp_v *next;        /* the device's list of QPs */
 };
+
+/* verbs_wr.c: ibv_create_qp_ex (the context's create_qp_ex), and what ibv_destroy_qp frees. */
+struct ibv_qp *uiw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+void uiw_wr_batch_free(struct uiw_qp_v *q);
+/* ibv_post_send for a chain that goes to the send queue whole or not at all (ENOMEM: no
+ * room for all of it). */
+int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 
 /* The RDMAP counters (rdmap.h) summed over every QP the process made, destroyed or not. */
 const uint64_t *uiw_verbs_rdmap_totals(void);

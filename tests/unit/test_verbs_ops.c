@@ -6,7 +6,8 @@
  * policy (CRC on and off, Markers, revision 1) and through 5% loss; Reads at the ORD/IRD
  * limit; a Write to a region a Send with Invalidate invalidated, Terminated; solicited-only
  * notification; a shared receive queue with several SGEs; a Send into an empty receive
- * queue, Terminated. Data is checked byte for byte and the bytes around each target must stay
+ * queue, Terminated; inline data; batches of the extended send API (ibv_wr_*), posted whole
+ * or not at all. Data is checked byte for byte and the bytes around each target must stay
  * untouched. With UIW_PAIR_PCAP_DIR set each case leaves its capture there (the verbs_wire
  * test runs them through tshark's dissectors).
  */
@@ -41,6 +42,7 @@
 static struct verbs_ep cli, srv;
 static struct rdma_cm_id *listen_id;
 static struct uiw_config cfg;
+static uint64_t cli_send_ops;   /* non-zero: the client's QP is made for the ibv_wr_* calls */
 
 /* The MPA policies of the matrix. */
 static const struct policy {
@@ -90,6 +92,7 @@ static void setup(void)
 	memset(&cli, 0, sizeof(cli));
 	memset(&srv, 0, sizeof(srv));
 	listen_id = NULL;
+	cli_send_ops = 0;
 }
 
 
@@ -119,7 +122,17 @@ static void resources(struct verbs_ep *e, struct rdma_cm_id *id, bool srq)
 		ck_assert_ptr_nonnull(e->srq);
 		qa.srq = e->srq;
 	}
-	ck_assert_int_eq(rdma_create_qp(id, e->pd, &qa), 0);
+	if (e == &cli && cli_send_ops != 0) {
+		struct ibv_qp_init_attr_ex x = { .send_cq = qa.send_cq, .recv_cq = qa.recv_cq,
+						 .cap = qa.cap, .qp_type = IBV_QPT_RC, .pd = e->pd,
+						 .comp_mask = IBV_QP_INIT_ATTR_PD |
+							      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+						 .send_ops_flags = cli_send_ops };
+
+		ck_assert_int_eq(rdma_create_qp_ex(id, &x), 0);
+	} else {
+		ck_assert_int_eq(rdma_create_qp(id, e->pd, &qa), 0);
+	}
 	e->buf = malloc(BUF);
 	ck_assert_ptr_nonnull(e->buf);
 	memset(e->buf, GUARD, BUF);
@@ -828,6 +841,154 @@ START_TEST(inline_data_copied_at_post)
 }
 END_TEST
 
+/* The extended send API (ibv_wr_post(3)): a batch goes whole, or not at all. */
+START_TEST(extended_send_api_batches)
+{
+	cli_send_ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_READ;
+	start(&policies[0], "wrapi");
+	connect_pair();
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(cli.id->qp);
+
+	ck_assert_ptr_nonnull(x);
+	errno = 0;
+	ck_assert_ptr_null(ibv_qp_to_qp_ex(srv.id->qp));   /* made by ibv_create_qp */
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+
+	/* A Send from two SGEs, an unsignaled Write, a Read, an inline Send with Solicited
+	 * Event: one batch. */
+	uint8_t want[64], msg[40];
+	uint8_t *wdst = srv.buf + DST2, *rsrc = srv.buf + 5 * BIG, *rdst = cli.buf + DST;
+	struct ibv_sge two[2] = { { (uintptr_t)cli.buf + SRC, 100, cli.mr->lkey },
+				  { (uintptr_t)cli.buf + SRC + 1000, 60, cli.mr->lkey } };
+	struct ibv_sge rs = { (uintptr_t)srv.buf + DST, 4096, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 50, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_sge rs2 = { (uintptr_t)srv.buf + DST + 8192, 4096, srv.mr->lkey };
+	struct ibv_recv_wr rw2 = { .wr_id = 51, .sg_list = &rs2, .num_sge = 1 };
+
+	fill(cli.buf + SRC, 2000, 61);
+	fill(rsrc, 64, 62);
+	fill(msg, sizeof(msg), 63);
+	reset_guard(srv.buf + DST, 160);
+	reset_guard(wdst, 64);
+	reset_guard(rdst, 64);
+	reset_guard(srv.buf + DST + 8192, sizeof(msg));
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(recv1(&srv, &rw2), 0);
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge_list(x, 2, two);
+	x->wr_id = 2;
+	x->wr_flags = 0;
+	ibv_wr_rdma_write(x, srv.mr->rkey, (uintptr_t)wdst);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC + 500, 64);
+	x->wr_id = 3;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(x, srv.mr->rkey, (uintptr_t)rsrc);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)rdst, 64);
+	x->wr_id = 4;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, msg, sizeof(msg));
+	memcpy(want, msg, sizeof(msg));
+	memset(msg, 0, sizeof(msg));   /* copied at the call */
+	ck_assert_int_eq(ibv_wr_complete(x), 0);
+
+	struct ibv_wc w1 = poll_one(cli.cq), w3 = poll_one(cli.cq), w4 = poll_one(cli.cq);
+
+	ck_assert_uint_eq(w1.wr_id, 1);
+	ck_assert_int_eq(w1.opcode, IBV_WC_SEND);
+	ck_assert_uint_eq(w3.wr_id, 3);   /* the unsignaled Write made no completion */
+	ck_assert_int_eq(w3.opcode, IBV_WC_RDMA_READ);
+	ck_assert_uint_eq(w4.wr_id, 4);
+	ck_assert(w1.status == IBV_WC_SUCCESS && w3.status == IBV_WC_SUCCESS && w4.status == IBV_WC_SUCCESS);
+	struct ibv_wc r1 = poll_one(srv.cq);
+
+	ck_assert_int_eq(r1.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(r1.byte_len, 160);
+	ck_assert_mem_eq(srv.buf + DST, cli.buf + SRC, 100);
+	ck_assert_mem_eq(srv.buf + DST + 100, cli.buf + SRC + 1000, 60);
+	check_placed(wdst, cli.buf + SRC + 500, 64, "batched write");
+	check_placed(rdst, rsrc, 64, "batched read");
+	/* The inline Send (Send with Solicited Event on the wire), in the second receive. */
+	r1 = poll_one(srv.cq);
+	ck_assert_int_eq(r1.status, IBV_WC_SUCCESS);
+	ck_assert_uint_eq(r1.wr_id, 51);
+	ck_assert_uint_eq(r1.byte_len, sizeof(msg));
+	check_placed(srv.buf + DST + 8192, want, sizeof(msg), "batched inline send");
+
+	/* Batches that post nothing: too many SGEs; a Read with inline data; a set-up call
+	 * before any request; longer than the send queue; an abort. Each leaves the next good
+	 * Send to land in the one receive posted here. */
+	struct ibv_sge many[UIW_MAX_SGE + 1];
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+
+	for (unsigned i = 0; i < UIW_MAX_SGE + 1; i++)
+		many[i] = (struct ibv_sge){ (uintptr_t)cli.buf + SRC + i, 1, cli.mr->lkey };
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC, 8);
+	ibv_wr_send(x);
+	ibv_wr_set_sge_list(x, UIW_MAX_SGE + 1, many);
+	ck_assert_int_eq(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_rdma_read(x, srv.mr->rkey, (uintptr_t)rsrc);
+	ibv_wr_set_inline_data(x, want, 8);
+	ck_assert_int_eq(ibv_wr_complete(x), EINVAL);
+	ibv_wr_start(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC, 8);
+	ck_assert_int_eq(ibv_wr_complete(x), EINVAL);
+	ck_assert_int_eq(ibv_query_qp(cli.id->qp, &qa, IBV_QP_CAP, &qi), 0);
+	ibv_wr_start(x);
+	x->wr_flags = 0;
+	for (uint32_t i = 0; i <= qi.cap.max_send_wr; i++) {
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC, 1);
+	}
+	ck_assert_int_eq(ibv_wr_complete(x), ENOMEM);
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC, 8);
+	ibv_wr_abort(x);
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC + 7, 33);
+	ck_assert_int_eq(ibv_wr_complete(x), 0);
+	ck_assert_uint_eq(poll_one(cli.cq).wr_id, 9);
+	r1 = poll_one(srv.cq);
+	ck_assert_uint_eq(r1.byte_len, 33);
+	ck_assert_mem_eq(srv.buf + DST, cli.buf + SRC + 7, 33);
+	struct ibv_wc none;
+
+	ck_assert_int_eq(ibv_poll_cq(cli.cq, 1, &none), 0);
+	ck_assert_int_eq(ibv_poll_cq(srv.cq, 1, &none), 0);
+
+	/* Operations iWARP lacks: the QP is refused. */
+	struct ibv_qp_init_attr_ex atomic = { .send_cq = cli.cq, .recv_cq = cli.cq, .qp_type = IBV_QPT_RC,
+					      .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						       .max_send_sge = 1, .max_recv_sge = 1 },
+					      .pd = cli.pd,
+					      .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					      .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD };
+
+	errno = 0;
+	ck_assert_ptr_null(ibv_create_qp_ex(cli.id->verbs, &atomic));
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	atomic.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	struct ibv_qp *q = ibv_create_qp_ex(cli.id->verbs, &atomic);
+
+	ck_assert_ptr_nonnull(q);
+	ck_assert_ptr_nonnull(ibv_qp_to_qp_ex(q));
+	ck_assert_int_eq(ibv_destroy_qp(q), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs_ops");
@@ -844,6 +1005,7 @@ int main(void)
 	tcase_add_test(tc, destroyed_id_closes_after_its_data);
 	tcase_add_test(tc, channel_destroyed_before_a_closing_id);
 	tcase_add_test(tc, inline_data_copied_at_post);
+	tcase_add_test(tc, extended_send_api_batches);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
