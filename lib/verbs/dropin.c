@@ -192,8 +192,9 @@ static void drain_at_exit(void)
 	while (uiw_tcp_conn_count(inst.tcp) > 0 && uiw_now_ns() < end);
 	uiw_port_flush(&inst.port);
 	print_counters();
-	/* The lock stays held: the progress thread (and any thread still in a call) stops
-	 * here, before the exit tears down what the stack uses. */
+	/* The lock stays held: the progress thread (which only tries it, and naps while it is
+	 * taken) and any thread still in a call keep off the stack while the exit tears down
+	 * what it uses. */
 }
 
 int uiw_dropin_ensure(void)

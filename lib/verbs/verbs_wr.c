@@ -135,7 +135,8 @@ static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge 
 		batch_fail(qpv(x)->batch, EINVAL);
 		return;
 	}
-	memcpy(s->sge, list, n * sizeof(*list));
+	if (n > 0)
+		memcpy(s->sge, list, n * sizeof(*list));
 	s->wr.num_sge = (int)n;
 	s->wr.send_flags &= ~(unsigned)IBV_SEND_INLINE;
 }
@@ -160,7 +161,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *x, size_t n, const struct 
 			batch_fail(qpv(x)->batch, EINVAL);
 			return;
 		}
-		memcpy(s->inl + len, bufs[i].addr, bufs[i].length);
+		if (bufs[i].length > 0)
+			memcpy(s->inl + len, bufs[i].addr, bufs[i].length);
 		len += bufs[i].length;
 	}
 	s->sge[0] = (struct ibv_sge){ .addr = (uintptr_t)s->inl, .length = (uint32_t)len };
