@@ -16,7 +16,7 @@ lib=${2:?}
 delay=()
 [ -n "${3:-}" ] && delay=(LD_PRELOAD="$(realpath "$3")" UIW_CONNECT_DELAY_MS=300)
 iters=${4:-20000}
-rounds=${5:-3}
+rounds=${5:-5}
 command -v ib_write_bw >/dev/null || { echo "perftest not installed"; exit 0; }
 tmp=$(mktemp -d /tmp/uiw-dbench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -96,8 +96,12 @@ compare() {
 			"$(printf '%s\n' "${o[@]}" | median_of 1)" "$(printf '%s\n' "${o[@]}" | median_of 2)" \
 			"$(printf '%s; ' "${p[@]}")" "$(printf '%s; ' "${o[@]}")"
 	else
-		printf '%-34s perftest %s | uiwarp-perf %s Gb/s   [%s| %s]\n' "$name" \
-			"$(printf '%s\n' "${p[@]}" | median)" "$(printf '%s\n' "${o[@]}" | median)" \
+		local pm om
+		pm=$(printf '%s\n' "${p[@]}" | median)
+		om=$(printf '%s\n' "${o[@]}" | median)
+		printf '%-34s perftest %s | uiwarp-perf %s Gb/s | drop-in cost %s   [%s| %s]\n' "$name" \
+			"$pm" "$om" "$(awk -v p="$pm" -v o="$om" 'BEGIN { if (p + 0 > 0 && o + 0 > 0)
+				printf "%+.1f%%", (p / o - 1) * 100; else print "n/a" }')" \
 			"$(printf '%s ' "${p[@]}")" "$(printf '%s ' "${o[@]}")"
 	fi
 }
