@@ -919,6 +919,25 @@ START_TEST(extended_send_api_batches)
 	ck_assert_uint_eq(r1.byte_len, sizeof(msg));
 	check_placed(srv.buf + DST + 8192, want, sizeof(msg), "batched inline send");
 
+	/* Send with Invalidate: the receive reports the STag it invalidated. */
+	struct ibv_mr *mr2 = ibv_reg_mr(srv.pd, srv.buf + 5 * BIG + 8192, 4096,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+	ck_assert_ptr_nonnull(mr2);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ibv_wr_start(x);
+	x->wr_id = 5;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_inv(x, mr2->rkey);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC, 16);
+	ck_assert_int_eq(ibv_wr_complete(x), 0);
+	ck_assert_uint_eq(poll_one(cli.cq).wr_id, 5);
+	r1 = poll_one(srv.cq);
+	ck_assert_int_eq(r1.status, IBV_WC_SUCCESS);
+	ck_assert(r1.wc_flags & IBV_WC_WITH_INV);
+	ck_assert_uint_eq(r1.invalidated_rkey, mr2->rkey);
+	ck_assert_int_eq(ibv_dereg_mr(mr2), 0);
+
 	/* Batches that post nothing: too many SGEs; a Read with inline data; a set-up call
 	 * before any request; longer than the send queue; an abort. Each leaves the next good
 	 * Send to land in the one receive posted here. */
