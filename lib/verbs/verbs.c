@@ -732,7 +732,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	}
 	attr->cap.max_inline_data = UIW_MAX_INLINE;
 	attr->cap.max_send_wr = q->sq->cap;
-	attr->cap.max_recv_wr = a.rq_size;
+	attr->cap.max_recv_wr = attr->srq != NULL ? 0 : a.rq_size;   /* the SRQ's receives */
 	q->cap = attr->cap;
 	q->next = d->qps;
 	d->qps = q;

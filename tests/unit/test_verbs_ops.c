@@ -586,6 +586,17 @@ START_TEST(shared_receive_queue_several_sges)
 
 	start(&policies[0], "srq");
 	connect_ords(16, 16, 16, 16, true);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	/* Queue sizes as made (64 each; the receives are the SRQ's). */
+	ck_assert_int_eq(ibv_query_qp(srv.id->qp, &qa, IBV_QP_CAP, &qi), 0);
+	ck_assert_uint_eq(qi.cap.max_send_wr, 64);
+	ck_assert_uint_eq(qi.cap.max_recv_wr, 0);
+	ck_assert_ptr_eq(qi.srq, srv.srq);
+	ck_assert_int_eq(ibv_query_qp(cli.id->qp, &qa, IBV_QP_CAP, &qi), 0);
+	ck_assert_uint_eq(qi.cap.max_recv_wr, 64);
+	ck_assert_uint_eq(qa.cap.max_send_sge, 3);
 	for (int k = 0; k < 4; k++) {
 		uint8_t *b = srv.buf + DST + k * 16384;
 		struct ibv_sge rs[3] = { { (uintptr_t)b, 1000, srv.mr->lkey },
