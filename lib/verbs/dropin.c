@@ -243,31 +243,35 @@ static void nap_backoff(unsigned *us)
 }
 
 /*
- * True if the program made a pass of its own within INLINE_QUIET_NS (0: it was kicked, or
- * never polled). The mark is read before the clock and the two compared signed: a mark
- * stored between the two reads, or taken on a core whose TSC runs slightly ahead, is
+ * True if the program made a pass of its own within @p ns (never, if it was kicked or never
+ * polled: the mark is 0). The mark is read before the clock and the two compared signed: a
+ * mark stored between the two reads, or taken on a core whose TSC runs slightly ahead, is
  * recent rather than centuries old.
  */
-static bool program_polls(void)
+static bool program_polled_within(uint64_t ns)
 {
 	uint64_t mark = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_ACQUIRE);
 
-	return mark != 0 && (int64_t)(uiw_now_ns() - mark) <= (int64_t)INLINE_QUIET_NS;
+	return mark != 0 && (int64_t)(uiw_now_ns() - mark) <= (int64_t)ns;
+}
+
+/* The program polls the stack itself: the thread keeps out of its way. */
+static bool program_polls(void)
+{
+	return program_polled_within(INLINE_QUIET_NS);
 }
 
 /*
- * True if the program polled within YIELD_WINDOW_NS, though not within INLINE_QUIET_NS: a
- * program that polls that often and then stops has most likely lost its core, perhaps to
- * this thread, which would otherwise spin until the next scheduler tick while the program
- * waits to run (measured: a 64 KiB ib_write_bw client went 1-10 ms without a pass about
- * 180,000 times a run). Such passes give the core back at once. A program that stopped
- * polling long ago (one waiting on memory) gets passes without the system call.
+ * After a pass of the thread's own: a program that polled within YIELD_WINDOW_NS, though
+ * not within INLINE_QUIET_NS, has most likely lost its core, perhaps to this thread, which
+ * would otherwise spin until the next scheduler tick while the program waits to run
+ * (measured: a 64 KiB ib_write_bw client went 1-10 ms without a pass about 180,000 times a
+ * run). Such passes give the core back at once. A program that stopped polling long ago
+ * (one waiting on memory) gets passes without the system call.
  */
 static bool program_lost_core(void)
 {
-	uint64_t mark = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_ACQUIRE);
-
-	return mark != 0 && (int64_t)(uiw_now_ns() - mark) <= (int64_t)YIELD_WINDOW_NS;
+	return program_polled_within(YIELD_WINDOW_NS);
 }
 
 static void *progress_main(void *arg)

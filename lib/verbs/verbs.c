@@ -944,12 +944,14 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 /*
  * The fast path: each WR is written straight into the send queue and the QP goes on its
  * device's doorbell list; the next progress pass (ibv_poll_cq() and the other waits) sends.
+ * @p whole: a WR that cannot be taken takes back those before it (nothing has been sent:
+ * sending needs the lock this call holds), for ibv_wr_complete().
  */
-static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, bool whole)
 {
 	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
-	bool ring = false;
+	uint32_t first = q->sq->tail;
 	int rc = 0;
 
 	for (; wr != NULL; wr = wr->next) {
@@ -963,31 +965,28 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		if (rc != 0)
 			break;
 		uiw_sq_commit(q->sq);
-		ring = true;
 	}
-	if (ring && uiw_qp_posted(q->core) && !q->kicked) {
+	if (rc != 0) {
+		*bad = wr;
+		if (whole)
+			q->sq->tail = first;
+	}
+	if (q->sq->tail != first && uiw_qp_posted(q->core) && !q->kicked) {
 		q->kicked = true;
 		q->kick_next = q->dev->kick;
 		q->dev->kick = q;
 	}
-	if (rc != 0)
-		*bad = wr;
 	return rc;
+}
+
+static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return post_send(qp, wr, bad, false);
 }
 
 int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	UIW_API_LOCK();
-	const struct uiw_sq *sq = ((struct uiw_qp_v *)qp)->sq;
-	uint32_t n = 0;
-
-	for (const struct ibv_send_wr *w = wr; w != NULL; w = w->next)
-		n++;
-	if (n > sq->cap - (sq->tail - sq->comp)) {
-		*bad = wr;
-		return ENOMEM;
-	}
-	return op_post_send(qp, wr, bad);
+	return post_send(qp, wr, bad, true);
 }
 
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

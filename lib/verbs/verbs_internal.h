@@ -141,8 +141,8 @@ struct uiw_qp_v {
 /* verbs_wr.c: ibv_create_qp_ex (the context's create_qp_ex), and what ibv_destroy_qp frees. */
 struct ibv_qp *uiw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 void uiw_wr_batch_free(struct uiw_qp_v *q);
-/* ibv_post_send for a chain that goes to the send queue whole or not at all (ENOMEM: no
- * room for all of it). */
+/* ibv_post_send for a chain that goes to the send queue whole or not at all (the error of
+ * the first WR that cannot be taken, as ibv_post_send() reports it). */
 int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 
 /* The RDMAP counters (rdmap.h) summed over every QP the process made, destroyed or not. */

@@ -31,7 +31,6 @@ struct wr_stage {
 
 struct uiw_wr_batch {
 	unsigned n, cap;   /* stages in use, stages allocated */
-	unsigned max;      /* the send queue's size: no batch can be longer */
 	int err;           /* the first error of this batch, reported by wr_complete */
 	struct wr_stage *s;
 };
@@ -65,11 +64,12 @@ static struct wr_stage *current(struct ibv_qp_ex *x)
 static struct wr_stage *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op)
 {
 	struct uiw_wr_batch *b = qpv(x)->batch;
+	uint32_t max = qpv(x)->sq->cap;   /* no batch can be longer than the send queue */
 	struct wr_stage *s;
 
 	if (b->err != 0)
 		return NULL;
-	if (b->n == b->max) {
+	if (b->n == max) {
 		batch_fail(b, ENOMEM);   /* longer than the send queue */
 		return NULL;
 	}
@@ -77,7 +77,7 @@ static struct wr_stage *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op)
 		unsigned cap = b->cap ? b->cap * 2 : 16;
 		struct wr_stage *more;
 
-		cap = cap > b->max ? b->max : cap;
+		cap = cap > max ? max : cap;
 		more = realloc(b->s, (size_t)cap * sizeof(*more));
 		if (more == NULL) {
 			batch_fail(b, ENOMEM);
@@ -190,26 +190,12 @@ static void wr_abort(struct ibv_qp_ex *x)
 	wr_start(x);
 }
 
-/* Every work request of the batch, checked as ibv_post_send() would, before any is posted. */
-static int batch_check(const struct uiw_wr_batch *b)
-{
-	for (unsigned i = 0; i < b->n; i++) {
-		const struct ibv_send_wr *w = &b->s[i].wr;
-
-		/* A Read places into one local buffer (RFC 5040 §4.4: one sink STag). */
-		if (w->opcode == IBV_WR_RDMA_READ &&
-		    (w->num_sge != 1 || (w->send_flags & IBV_SEND_INLINE)))
-			return EINVAL;
-	}
-	return 0;
-}
-
 static int wr_complete(struct ibv_qp_ex *x)
 {
 	struct uiw_qp_v *q = qpv(x);
 	struct uiw_wr_batch *b = q->batch;
 	struct ibv_send_wr *bad = NULL;
-	int rc = b->err != 0 ? b->err : batch_check(b);
+	int rc = b->err;
 
 	if (rc == 0 && b->n > 0) {
 		for (unsigned i = 0; i + 1 < b->n; i++)
@@ -248,7 +234,6 @@ struct ibv_qp *uiw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 		errno = ENOMEM;
 		return NULL;
 	}
-	b->max = q->sq->cap;
 	q->batch = b;
 	q->qpx.comp_mask = 0;
 	if (attr->send_ops_flags & IBV_QP_EX_WITH_SEND)

@@ -949,7 +949,7 @@ START_TEST(extended_send_api_batches)
 	ck_assert_uint_eq(r1.invalidated_rkey, mr2->rkey);
 	ck_assert_int_eq(ibv_dereg_mr(mr2), 0);
 
-	/* Batches that post nothing: too many SGEs; a Read with inline data; a set-up call
+	/* Batches that post nothing: too many SGEs; a Send and a Read with inline data; a set-up call
 	 * before any request; longer than the send queue; an abort. Each leaves the next good
 	 * Send to land in the one receive posted here. */
 	struct ibv_sge many[UIW_MAX_SGE + 1];
@@ -965,7 +965,9 @@ START_TEST(extended_send_api_batches)
 	ibv_wr_send(x);
 	ibv_wr_set_sge_list(x, UIW_MAX_SGE + 1, many);
 	ck_assert_int_eq(ibv_wr_complete(x), EINVAL);
-	ibv_wr_start(x);
+	ibv_wr_start(x);   /* the Send is taken back when the Read is refused */
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, cli.mr->lkey, (uintptr_t)cli.buf + SRC, 8);
 	ibv_wr_rdma_read(x, srv.mr->rkey, (uintptr_t)rsrc);
 	ibv_wr_set_inline_data(x, want, 8);
 	ck_assert_int_eq(ibv_wr_complete(x), EINVAL);
