@@ -146,7 +146,7 @@ static void tagged_fill(void *hdr, const void *arg, uint64_t off, bool last)
 	struct uiw_ddp_tagged h;
 
 	uiw_ddp_tagged_set(&h, (uint8_t)(UIW_DDP_T | (last ? UIW_DDP_L : 0) | UIW_DDP_VERSION),
-			   a->rdmap & UIW_RDMAP_OPCODE_MASK, a->stag, a->to + off);
+			   a->rdmap, a->stag, a->to + off);
 	memcpy(hdr, &h, sizeof(h));
 }
 
@@ -169,7 +169,7 @@ static void untagged_fill(void *hdr, const void *arg, uint64_t off, bool last)
 	struct uiw_ddp_untagged h;
 
 	uiw_ddp_untagged_set(&h, (uint8_t)((last ? UIW_DDP_L : 0) | UIW_DDP_VERSION),
-			     a->rdmap & UIW_RDMAP_OPCODE_MASK, a->rsvd_ulp, a->qn, a->msn,
+			     a->rdmap, a->rsvd_ulp, a->qn, a->msn,
 			     (uint32_t)off);
 	memcpy(hdr, &h, sizeof(h));
 }

@@ -289,7 +289,7 @@ void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why
 		return;
 	/* RFC 5040 §4.8: QN 2, MSN 1 (one Terminate per stream), MO 0; LLP errors carry no
 	 * echoed header. */
-	uiw_ddp_untagged_set(&term.h, UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_TERMINATE, 0,
+	uiw_ddp_untagged_set(&term.h, UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0,
 			     UIW_DDP_QN_TERMINATE, 1, 0);
 	uiw_rdmap_term_set(&term.t, UIW_TERM_LAYER_LLP, 0, code, 0);
 	if (c->nheld == 0 && mpa_send_fpdu(c, &iov, 1, false) == 0)

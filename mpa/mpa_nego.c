@@ -123,18 +123,18 @@ static int send_rtr(struct uiw_mpa_conn *c)
 
 	switch (c->info.rtr) {
 	case UIW_MPA_RTR_WRITE:
-		uiw_ddp_tagged_set(&wr, UIW_DDP_T | UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_WRITE, 1, 0);
+		uiw_ddp_tagged_set(&wr, UIW_DDP_T | UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_WRITE), 1, 0);
 		iov = (struct uiw_mpa_iov){ &wr, sizeof(wr) };
 		break;
 	case UIW_MPA_RTR_READ:
-		uiw_ddp_untagged_set(&rd.h, UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_READ_REQ, 0,
+		uiw_ddp_untagged_set(&rd.h, UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_READ_REQ), 0,
 				     UIW_DDP_QN_READ_REQ, 1, 0);
 		uiw_rdmap_read_req_set(&rd.rr, 0, 0, 0, 1, 0);
 		iov.len = sizeof(rd);
 		c->swallow_read_resp = true;
 		break;
 	default:
-		uiw_ddp_untagged_set(&rd.h, UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_SEND, 0,
+		uiw_ddp_untagged_set(&rd.h, UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_SEND), 0,
 				     UIW_DDP_QN_SEND, 1, 0);
 		break;
 	}
@@ -420,7 +420,7 @@ bool mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
 		struct uiw_ddp_tagged resp;
 		struct uiw_mpa_iov iov = { &resp, sizeof(resp) };
 
-		uiw_ddp_tagged_set(&resp, UIW_DDP_T | UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_READ_RESP,
+		uiw_ddp_tagged_set(&resp, UIW_DDP_T | UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
 				   uiw_rdmap_rr_sink_stag(&rd.rr), uiw_rdmap_rr_sink_to(&rd.rr));
 		if (mpa_send_fpdu(c, &iov, 1, false) != 0) {
 			mpa_fail(c, -ENOMEM, "cannot answer the Read RTR");

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The STYLE.md rules a machine can check, over the source tree and the built layers.
 
+- The folders stand in stack order (STACK below): no file includes a header of a folder
+  above its own, and every wire header lives in wire/.
 - *_wire.h: no bitfields, no function prototypes, a sizeof static_assert after every struct.
-- Byte-order conversions (ntoh*, hton*, rte_be_to_cpu_*, rte_cpu_to_be_*) only in *_wire.h
-  inside the protocol layers (tcp/ mpa/ ddp/ rdma/).
+- Byte-order conversions (ntoh*, hton*, rte_be_to_cpu_*, rte_cpu_to_be_*) only in wire/
+  (never in the protocol layers tcp/ mpa/ ddp/ rdma/).
 - Functions in the protocol layers at most 100 lines.
 - Tests use ck_assert_*, never the deprecated fail_unless/fail_if, and include no .c file.
 - Protocol layer libraries have no writable static data (objdump: nothing in .data or .bss).
@@ -16,6 +18,9 @@ import subprocess
 import sys
 
 LAYERS = ("tcp", "mpa", "ddp", "rdma")
+# Bottom to top. A folder may include headers of its own rank or below; tests/ sees all.
+STACK = ("wire", "core", "tcp", "mpa", "ddp", "rdma", "lib/stack", "lib/verbs",
+         "lib/verbs/dropin", "apps")
 MAX_FUNC_LINES = 100
 problems = []
 
@@ -63,6 +68,32 @@ def check_function_lengths(path):
             start = None
 
 
+def header_folders(root):
+    """Basename of every header in the stack's folders -> its folder."""
+    where = {}
+    for folder in STACK:
+        d = os.path.join(root, folder)
+        if os.path.isdir(d):
+            for n in os.listdir(d):
+                if n.endswith(".h"):
+                    where[n] = folder
+    return where
+
+
+def check_layer_order(root, path, where):
+    folder = os.path.relpath(os.path.dirname(path), root)
+    rank = STACK.index(folder)
+    for i, line in enumerate(open(path), 1):
+        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if not m:
+            continue
+        target = where.get(os.path.basename(m.group(1)))
+        if target is not None and STACK.index(target) > rank:
+            problems.append(f"{path}:{i}: includes {m.group(1)} from {target}/, above {folder}/")
+    if path.endswith("_wire.h") and folder != "wire":
+        problems.append(f"{path}: wire headers live in wire/")
+
+
 def check_test(path):
     for i, line in enumerate(open(path), 1):
         if re.search(r"\bfail_(unless|if)\s*\(", line):
@@ -86,9 +117,15 @@ def main():
         sys.exit(__doc__)
     root = sys.argv[1]
     nfiles = 0
-    for path in files_under(root, ("lib",) + LAYERS, ("_wire.h",)):
+    for path in files_under(root, ("wire",), ("_wire.h",)):
         check_wire_header(path)
-        nfiles += 1
+    where = header_folders(root)
+    for folder in STACK:
+        d = os.path.join(root, folder)
+        for n in sorted(os.listdir(d)) if os.path.isdir(d) else ():
+            if n.endswith((".c", ".h")):
+                check_layer_order(root, os.path.join(d, n), where)
+                nfiles += 1
     for path in files_under(root, LAYERS, (".c", ".h")):
         if not path.endswith("_wire.h"):
             check_byte_order(path)

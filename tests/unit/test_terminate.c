@@ -141,8 +141,7 @@ static uint32_t tagged(uint8_t *b, uint8_t ctrl, uint8_t rdmap, uint32_t stag, u
 {
 	struct uiw_ddp_tagged h;
 
-	uiw_ddp_tagged_set(&h, ctrl, rdmap & 0x0f, stag, to);
-	h.rdmap = rdmap;
+	uiw_ddp_tagged_set(&h, ctrl, rdmap, stag, to);
 	memcpy(b, &h, sizeof(h));
 	memset(b + sizeof(h), 0xee, len);
 	return sizeof(h) + len;
@@ -153,8 +152,7 @@ static uint32_t untagged(uint8_t *b, uint8_t ctrl, uint8_t rdmap, uint32_t rsvd,
 {
 	struct uiw_ddp_untagged h;
 
-	uiw_ddp_untagged_set(&h, ctrl, rdmap & 0x0f, rsvd, qn, msn, mo);
-	h.rdmap = rdmap;
+	uiw_ddp_untagged_set(&h, ctrl, rdmap, rsvd, qn, msn, mo);
 	memcpy(b, &h, sizeof(h));
 	memset(b + sizeof(h), 0xee, len);
 	return sizeof(h) + len;
@@ -262,7 +260,8 @@ START_TEST(crafted_segment_terminated)
 	ck_assert_int_eq(uiw_mpa_send(raw, &iov, 1), 0);
 	ck_assert(pair_run_until(got_term, NULL, 2000));
 	/* The Terminate: untagged, last, RDMAP opcode 7, QN 2, MSN 1, MO 0 (RFC 5040 §5.6). */
-	uiw_ddp_untagged_set((struct uiw_ddp_untagged *)(void *)want_hdr, UNT, 7, 0, 2, 1, 0);
+	uiw_ddp_untagged_set((struct uiw_ddp_untagged *)(void *)want_hdr, UNT,
+			     uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0, 2, 1, 0);
 	ck_assert_mem_eq(got, want_hdr, 18);
 	ck_assert_uint_eq(got_len, 18 + 4 + e.echo);
 	ck_assert_uint_eq(got[18], (uint8_t)(e.layer << 4 | e.etype));

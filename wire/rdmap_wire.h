@@ -10,6 +10,18 @@
 
 #include "uiw_be_wire.h"
 
+/* RFC 5040 §4.3: RDMAP's control byte, the second octet of every DDP header:
+ * RV (2) | Rsvd (2) | Opcode (4). */
+#define UIW_RDMAP_RV_SHIFT 6
+#define UIW_RDMAP_VERSION 1
+#define UIW_RDMAP_OPCODE_MASK 0x0f
+
+/* RDMAP's queue numbers on DDP's untagged model (RFC 5040 §5.1). */
+#define UIW_DDP_QN_SEND 0
+#define UIW_DDP_QN_READ_REQ 1
+#define UIW_DDP_QN_TERMINATE 2
+#define UIW_RDMAP_QUEUES 3
+
 /* RFC 5040 §4.3 opcodes. */
 #define UIW_RDMAP_WRITE 0
 #define UIW_RDMAP_READ_REQ 1
@@ -28,14 +40,10 @@
 #define UIW_TERM_HDR_D 0x40       /* DDP header included */
 #define UIW_TERM_HDR_R 0x20       /* RDMAP header included */
 
-/* LLP (MPA) error codes, etype 0 (RFC 5044 §8, RFC 6581 §7). */
-#define UIW_TERM_MPA_TCP_CLOSED 0x01
-#define UIW_TERM_MPA_CRC 0x02
-#define UIW_TERM_MPA_MARKER 0x03
-#define UIW_TERM_MPA_BAD_RR 0x04
-#define UIW_TERM_MPA_LOCAL_CATA 0x05
-#define UIW_TERM_MPA_INSUFF_IRD 0x06
-#define UIW_TERM_MPA_NO_RTR 0x07
+static inline uint8_t uiw_rdmap_ctrl(uint8_t opcode)
+{
+	return (uint8_t)(UIW_RDMAP_VERSION << UIW_RDMAP_RV_SHIFT | (opcode & UIW_RDMAP_OPCODE_MASK));
+}
 
 struct uiw_rdmap_read_req {
 	uiw_be32 sink_stag;

@@ -16,16 +16,8 @@
 #define UIW_DDP_DV_MASK 0x03
 #define UIW_DDP_VERSION 1         /* RFC 5041 §4.2 */
 
-/* The second byte belongs to the ULP; RDMAP uses it as RV (2) | Rsvd (2) | Opcode (4)
- * (RFC 5040 §4.3). */
-#define UIW_RDMAP_RV_SHIFT 6
-#define UIW_RDMAP_VERSION 1
-#define UIW_RDMAP_OPCODE_MASK 0x0f
-
-/* RDMAP queue numbers on the untagged model (RFC 5040 §5.1). */
-#define UIW_DDP_QN_SEND 0
-#define UIW_DDP_QN_READ_REQ 1
-#define UIW_DDP_QN_TERMINATE 2
+/* The second byte belongs to the ULP (RFC 5041 §4.2): DDP carries it and never reads it.
+ * RDMAP's meaning of it, and of the untagged queue numbers, is in rdmap_wire.h. */
 
 struct uiw_ddp_tagged {
 	uint8_t ctrl;
@@ -51,25 +43,20 @@ static_assert(offsetof(struct uiw_ddp_untagged, qn) == 6, "QN at 6");
 static_assert(offsetof(struct uiw_ddp_untagged, msn) == 10, "MSN at 10");
 static_assert(offsetof(struct uiw_ddp_untagged, mo) == 14, "MO at 14");
 
-static inline uint8_t uiw_rdmap_ctrl(uint8_t opcode)
-{
-	return (uint8_t)(UIW_RDMAP_VERSION << UIW_RDMAP_RV_SHIFT | (opcode & UIW_RDMAP_OPCODE_MASK));
-}
-
-static inline void uiw_ddp_tagged_set(struct uiw_ddp_tagged *h, uint8_t ctrl, uint8_t opcode,
+static inline void uiw_ddp_tagged_set(struct uiw_ddp_tagged *h, uint8_t ctrl, uint8_t ulp,
 				      uint32_t stag, uint64_t to)
 {
 	h->ctrl = ctrl;
-	h->rdmap = uiw_rdmap_ctrl(opcode);
+	h->rdmap = ulp;
 	h->stag = uiw_be32_of(stag);
 	h->to = uiw_be64_of(to);
 }
 
-static inline void uiw_ddp_untagged_set(struct uiw_ddp_untagged *h, uint8_t ctrl, uint8_t opcode,
+static inline void uiw_ddp_untagged_set(struct uiw_ddp_untagged *h, uint8_t ctrl, uint8_t ulp,
 					uint32_t rsvd_ulp, uint32_t qn, uint32_t msn, uint32_t mo)
 {
 	h->ctrl = ctrl;
-	h->rdmap = uiw_rdmap_ctrl(opcode);
+	h->rdmap = ulp;
 	h->rsvd_ulp = uiw_be32_of(rsvd_ulp);
 	h->qn = uiw_be32_of(qn);
 	h->msn = uiw_be32_of(msn);

@@ -71,6 +71,16 @@ static inline void uiw_mpa_v2_set(struct uiw_mpa_v2 *v, uint16_t ird, uint16_t o
 	v->ord = uiw_be16_of(ord);
 }
 
+/* LLP (MPA) error codes, sent in an RDMAP Terminate with layer 2 (LLP),
+ * etype 0 (RFC 5044 §8, RFC 6581 §7). */
+#define UIW_TERM_MPA_TCP_CLOSED 0x01
+#define UIW_TERM_MPA_CRC 0x02
+#define UIW_TERM_MPA_MARKER 0x03
+#define UIW_TERM_MPA_BAD_RR 0x04
+#define UIW_TERM_MPA_LOCAL_CATA 0x05
+#define UIW_TERM_MPA_INSUFF_IRD 0x06
+#define UIW_TERM_MPA_NO_RTR 0x07
+
 /* FPDU framing (RFC 5044 §4): ULPDU_Length (16) | ULPDU | pad to 4 | CRC32c (32), with a
  * 4-byte Marker every 512 octets of the stream when negotiated (§5). */
 #define UIW_MPA_FPDU_HDR_LEN 2u

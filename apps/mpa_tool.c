@@ -144,7 +144,7 @@ static void send_all(struct side *s)
 		struct uiw_ddp_untagged h;
 		struct uiw_mpa_iov iov[2] = { { &h, sizeof(h) }, { buf, s->o->size } };
 
-		uiw_ddp_untagged_set(&h, UIW_DDP_L | UIW_DDP_VERSION, UIW_RDMAP_SEND, 0, UIW_DDP_QN_SEND,
+		uiw_ddp_untagged_set(&h, UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_SEND), 0, UIW_DDP_QN_SEND,
 				     s->msn, 0);
 		for (unsigned i = 0; i < s->o->size; i++)
 			buf[i] = (uint8_t)(s->sent + i);
