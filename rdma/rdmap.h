@@ -19,6 +19,7 @@
 
 #include "ddp.h"
 #include "rdmap_wire.h"
+#include "uiw_ring.h"
 
 #define UIW_MAX_SGE 6
 
@@ -97,14 +98,15 @@ struct uiw_wc {
 };
 
 struct uiw_cq {
-	struct uiw_wc *ring;
-	uint32_t cap, head, tail;
+	struct uiw_wc *wc;             /**< uiw_ring_slots(cap) entries */
+	struct uiw_ring ring;          /**< cap: the size asked for */
 	bool armed, solicited_only;
 	void (*notify)(void *arg, struct uiw_cq *cq);
 	void *notify_arg;
 	uint64_t overflow;
 };
 
+/** @return 0, -EINVAL (cap 0 or above UIW_RING_CAP_MAX), -ENOMEM. */
 int uiw_cq_init(struct uiw_cq *cq, uint32_t cap);
 void uiw_cq_fini(struct uiw_cq *cq);
 /** Takes up to @p n completions. @return how many. */
@@ -115,13 +117,14 @@ void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only);
 
 /** A shared receive queue: receives any of its QPs may take, in posting order. */
 struct uiw_srq {
-	struct uiw_recv_wr *ring;
-	uint32_t cap, head, tail;
+	struct uiw_recv_wr *wr;        /**< uiw_ring_slots(cap) entries */
+	struct uiw_ring ring;
 	uint32_t limit;                /**< armed: notify when fewer than this are posted */
 	void (*limit_reached)(void *arg, struct uiw_srq *srq);
 	void *limit_arg;
 };
 
+/** @return 0, -EINVAL (cap 0 or above UIW_RING_CAP_MAX), -ENOMEM. */
 int uiw_srq_init(struct uiw_srq *srq, uint32_t cap);
 void uiw_srq_fini(struct uiw_srq *srq);
 /** @return 0, -EINVAL (too many SGEs), -ENOMEM (full). */

@@ -3,6 +3,8 @@
 #ifndef UIW_RDMAP_INTERNAL_H
 #define UIW_RDMAP_INTERNAL_H
 
+#include <assert.h>
+
 #include "rdmap.h"
 
 /* Read Responses sent in a row while Sends or Writes wait (as siw). */
@@ -37,16 +39,16 @@ struct uiw_qp {
 	uint64_t c[UIW_RDMAP_C__COUNT];
 
 	struct uiw_sq sq;
-	struct uiw_recv_wr *rq;
-	uint32_t rq_cap, rq_head, rq_tail;
+	struct uiw_recv_wr *rq;            /* uiw_ring_slots(rq_size) entries */
+	struct uiw_ring rq_ring;
 	struct uiw_srq *srq;
 	struct uiw_recv_wr rx_cur;         /* the receive the Send under way fills */
 	bool rx_have_cur;
 	struct orq_entry orq[UIW_MPA_IRD_ORD_MAX];
-	uint32_t orq_head, orq_tail;
+	struct uiw_ring orq_ring;          /* capacity UIW_MPA_IRD_ORD_MAX; the ORD limits use */
 	uint16_t ord;
 	struct irq_entry irq[UIW_MPA_IRD_ORD_MAX];
-	uint32_t irq_head, irq_tail;
+	struct uiw_ring irq_ring;          /* capacity UIW_MPA_IRD_ORD_MAX; the IRD limits use */
 	uint16_t ird;
 
 	/* Transmit: the message under way (messages go out whole, one after another). */
@@ -65,6 +67,9 @@ struct uiw_qp {
 	struct uiw_term_info term_rx, term_tx;
 	char why[96];
 };
+
+static_assert((UIW_MPA_IRD_ORD_MAX & (UIW_MPA_IRD_ORD_MAX - 1)) == 0,
+	      "the ORQ and IRQ arrays are their rings' slots");
 
 static inline void qp_count(struct uiw_qp *qp, enum uiw_rdmap_counter k)
 {

@@ -15,16 +15,18 @@ const struct uiw_counter_desc uiw_rdmap_counter_desc[UIW_RDMAP_C__COUNT] = {
 int uiw_cq_init(struct uiw_cq *cq, uint32_t cap)
 {
 	memset(cq, 0, sizeof(*cq));
-	cq->ring = calloc(cap, sizeof(*cq->ring));
-	if (cq->ring == NULL)
+	if (cap == 0 || cap > UIW_RING_CAP_MAX)
+		return -EINVAL;
+	cq->wc = calloc(uiw_ring_slots(cap), sizeof(*cq->wc));
+	if (cq->wc == NULL)
 		return -ENOMEM;
-	cq->cap = cap;
+	uiw_ring_init(&cq->ring, cap);
 	return 0;
 }
 
 void uiw_cq_fini(struct uiw_cq *cq)
 {
-	free(cq->ring);
+	free(cq->wc);
 	memset(cq, 0, sizeof(*cq));
 }
 
@@ -32,8 +34,8 @@ unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n)
 {
 	unsigned k = 0;
 
-	while (k < n && cq->head != cq->tail)
-		wc[k++] = cq->ring[cq->head++ % cq->cap];
+	while (k < n && !uiw_ring_empty(&cq->ring))
+		wc[k++] = cq->wc[uiw_ring_pop(&cq->ring)];
 	return k;
 }
 
@@ -45,11 +47,11 @@ void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only)
 
 void qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
 {
-	if (cq->tail - cq->head == cq->cap) {
+	if (uiw_ring_full(&cq->ring)) {
 		cq->overflow++;   /* the owner sized the CQ below its queues */
 		return;
 	}
-	cq->ring[cq->tail++ % cq->cap] = *wc;
+	cq->wc[uiw_ring_push(&cq->ring)] = *wc;
 	/* Notification is one-shot; solicited-only waits for a solicited receive or an error
 	 * (the verbs rule for IBV_CQ_SOLICITED). */
 	if (cq->armed && (!cq->solicited_only || wc->solicited || wc->status != UIW_WC_SUCCESS)) {
@@ -86,19 +88,18 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 {
 	struct uiw_qp *qp = calloc(1, sizeof(*qp));
 
-	if (qp == NULL || a->sq_size == 0 || (a->rq_size == 0 && a->srq == NULL) || a->send_cq == NULL ||
-	    a->recv_cq == NULL || a->stags == NULL) {
+	if (qp == NULL || a->sq_size == 0 || a->sq_size > UIW_RING_CAP_MAX ||
+	    (a->rq_size == 0 && a->srq == NULL) || a->rq_size > UIW_RING_CAP_MAX ||
+	    a->send_cq == NULL || a->recv_cq == NULL || a->stags == NULL) {
 		free(qp);
 		return qp == NULL ? -ENOMEM : -EINVAL;
 	}
-	/* The ring is a power of two (indices by mask); sq_cap stays the size asked for. */
-	uint32_t ring = 1;
+	/* The rings are powers of two (indices by mask); the caps stay the sizes asked for. */
+	uint32_t rq_cap = a->rq_size ? a->rq_size : 1;
 
-	while (ring < a->sq_size && ring < (1u << 31))
-		ring <<= 1;
-	qp->sq.mask = ring - 1;
-	qp->sq.e = calloc(ring, sizeof(*qp->sq.e));
-	qp->rq = calloc(a->rq_size ? a->rq_size : 1, sizeof(*qp->rq));
+	qp->sq.mask = uiw_ring_slots(a->sq_size) - 1;
+	qp->sq.e = calloc(qp->sq.mask + 1, sizeof(*qp->sq.e));
+	qp->rq = calloc(uiw_ring_slots(rq_cap), sizeof(*qp->rq));
 	if (qp->sq.e == NULL || qp->rq == NULL) {
 		uiw_qp_destroy(qp);
 		return -ENOMEM;
@@ -106,7 +107,9 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 	qp->qp_num = a->qp_num;
 	qp->pd = a->pd;
 	qp->sq.cap = a->sq_size;
-	qp->rq_cap = a->rq_size ? a->rq_size : 1;
+	uiw_ring_init(&qp->rq_ring, rq_cap);
+	uiw_ring_init(&qp->orq_ring, UIW_MPA_IRD_ORD_MAX);
+	uiw_ring_init(&qp->irq_ring, UIW_MPA_IRD_ORD_MAX);
 	qp->srq = a->srq;
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
@@ -154,8 +157,8 @@ static void flush_queues(struct uiw_qp *qp)
 		qp_count(qp, UIW_RDMAP_C_flushed);
 	}
 	/* A shared queue's receives stay for its other QPs. */
-	while (qp->rq_head != qp->rq_tail) {
-		struct uiw_wc wc = { .wr_id = qp->rq[qp->rq_head++ % qp->rq_cap].wr_id,
+	while (!uiw_ring_empty(&qp->rq_ring)) {
+		struct uiw_wc wc = { .wr_id = qp->rq[uiw_ring_pop(&qp->rq_ring)].wr_id,
 				     .status = UIW_WC_WR_FLUSH_ERR, .op = UIW_WC_RECV, .qp_num = qp->qp_num };
 
 		qp_cq_push(qp->rcq, &wc);
@@ -167,8 +170,8 @@ static void flush_queues(struct uiw_qp *qp)
 static void flush(struct uiw_qp *qp)
 {
 	flush_queues(qp);
-	qp->orq_head = qp->orq_tail;
-	qp->irq_head = qp->irq_tail;
+	qp->orq_ring.head = qp->orq_ring.tail;
+	qp->irq_ring.head = qp->irq_ring.tail;
 	qp->tx_kind = TX_IDLE;
 }
 
@@ -229,16 +232,18 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 int uiw_srq_init(struct uiw_srq *srq, uint32_t cap)
 {
 	memset(srq, 0, sizeof(*srq));
-	srq->ring = calloc(cap, sizeof(*srq->ring));
-	if (srq->ring == NULL)
+	if (cap == 0 || cap > UIW_RING_CAP_MAX)
+		return -EINVAL;
+	srq->wr = calloc(uiw_ring_slots(cap), sizeof(*srq->wr));
+	if (srq->wr == NULL)
 		return -ENOMEM;
-	srq->cap = cap;
+	uiw_ring_init(&srq->ring, cap);
 	return 0;
 }
 
 void uiw_srq_fini(struct uiw_srq *srq)
 {
-	free(srq->ring);
+	free(srq->wr);
 	memset(srq, 0, sizeof(*srq));
 }
 
@@ -246,9 +251,9 @@ int uiw_srq_post(struct uiw_srq *srq, const struct uiw_recv_wr *wr)
 {
 	if (wr->nsge > UIW_MAX_SGE)
 		return -EINVAL;
-	if (srq->tail - srq->head == srq->cap)
+	if (uiw_ring_full(&srq->ring))
 		return -ENOMEM;
-	srq->ring[srq->tail++ % srq->cap] = *wr;
+	srq->wr[uiw_ring_push(&srq->ring)] = *wr;
 	return 0;
 }
 
@@ -258,18 +263,18 @@ bool qp_take_recv(struct uiw_qp *qp)
 	if (qp->srq != NULL) {
 		struct uiw_srq *s = qp->srq;
 
-		if (s->head == s->tail)
+		if (uiw_ring_empty(&s->ring))
 			return false;
-		qp->rx_cur = s->ring[s->head++ % s->cap];
-		if (s->limit > 0 && s->tail - s->head < s->limit) {
+		qp->rx_cur = s->wr[uiw_ring_pop(&s->ring)];
+		if (s->limit > 0 && uiw_ring_count(&s->ring) < s->limit) {
 			s->limit = 0;   /* one-shot, as the verbs SRQ limit event */
 			if (s->limit_reached != NULL)
 				s->limit_reached(s->limit_arg, s);
 		}
 	} else {
-		if (qp->rq_head == qp->rq_tail)
+		if (uiw_ring_empty(&qp->rq_ring))
 			return false;
-		qp->rx_cur = qp->rq[qp->rq_head++ % qp->rq_cap];
+		qp->rx_cur = qp->rq[uiw_ring_pop(&qp->rq_ring)];
 	}
 	qp->rx_have_cur = true;
 	return true;
@@ -279,9 +284,9 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 {
 	if (wr->nsge > UIW_MAX_SGE || qp->srq != NULL)
 		return -EINVAL;
-	if (qp->rq_tail - qp->rq_head == qp->rq_cap)
+	if (uiw_ring_full(&qp->rq_ring))
 		return -ENOMEM;
-	qp->rq[qp->rq_tail++ % qp->rq_cap] = *wr;
+	qp->rq[uiw_ring_push(&qp->rq_ring)] = *wr;
 	flushing(qp);
 	return 0;
 }

@@ -62,9 +62,9 @@ static int rx_write(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const stru
 
 static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
 {
-	struct orq_entry *o = &qp->orq[qp->orq_head % UIW_MPA_IRD_ORD_MAX];
+	struct orq_entry *o = &qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)];
 
-	if (qp->orq_head == qp->orq_tail)
+	if (uiw_ring_empty(&qp->orq_ring))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "Read Response with no Read outstanding");
 	if (s->stag != o->sink_stag)
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x00, u, s, false, "Read Response to the wrong STag");
@@ -79,7 +79,7 @@ static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const 
 	e->done = true;
 	e->status = UIW_WC_SUCCESS;
 	e->len = o->placed;
-	qp->orq_head++;
+	uiw_ring_pop(&qp->orq_ring);
 	qp_count(qp, UIW_RDMAP_C_rx_read_resp);
 	qp_complete_sq(qp);
 	qp_pump(qp);   /* the ORD has room again */
@@ -119,7 +119,7 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x03, u, s, false, "Send with an unexpected MSN");
 	if (s->mo != qp->rx_mo)
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Send with an unexpected MO");
-	if (!qp->rx_have_cur && (qp->srq != NULL ? qp->srq->head == qp->srq->tail : qp->rq_head == qp->rq_tail))
+	if (!qp->rx_have_cur && uiw_ring_empty(qp->srq != NULL ? &qp->srq->ring : &qp->rq_ring))
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x02, u, s, false, "Send with no receive posted");
 	if ((op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) && s->mo == 0) {
 		/* Checked before the first octet is placed; done when the message is whole. */
@@ -168,7 +168,7 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Read Request with an MO");
 	if (!s->last || s->len != sizeof(rr))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, "Read Request of the wrong size");
-	if (qp->irq_tail - qp->irq_head >= qp->ird)
+	if (uiw_ring_count(&qp->irq_ring) >= qp->ird)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, true, "Read Requests beyond the IRD");
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rr, sizeof(rr));
 	uint32_t size = uiw_rdmap_rr_size(&rr);
@@ -183,7 +183,7 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 			return read_req_error(qp, r, u, s);
 		src = mr->addr + (src_to - mr->va);
 	}
-	qp->irq[qp->irq_tail++ % UIW_MPA_IRD_ORD_MAX] = (struct irq_entry){
+	qp->irq[uiw_ring_push(&qp->irq_ring)] = (struct irq_entry){
 		.sink_stag = uiw_rdmap_rr_sink_stag(&rr), .sink_to = uiw_rdmap_rr_sink_to(&rr),
 		.src = { src, size } };
 	qp->rx_rreq_msn++;

@@ -42,7 +42,7 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
 	e->len = (uint32_t)uiw_sge_total(e->wr.sg, e->wr.nsge);
 	if (e->wr.op == UIW_WR_READ) {
-		struct orq_entry *o = &qp->orq[qp->orq_tail++ % UIW_MPA_IRD_ORD_MAX];
+		struct orq_entry *o = &qp->orq[uiw_ring_push(&qp->orq_ring)];
 
 		*o = (struct orq_entry){ .sq_idx = qp->sq.tx, .sink_stag = e->wr.sink_stag,
 					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0] };
@@ -65,7 +65,7 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 
 static int tx_irq(struct uiw_qp *qp)
 {
-	const struct irq_entry *r = &qp->irq[qp->irq_head % UIW_MPA_IRD_ORD_MAX];
+	const struct irq_entry *r = &qp->irq[uiw_ring_slot(&qp->irq_ring, qp->irq_ring.head)];
 
 	return uiw_ddp_send_tagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
 				   r->sink_stag, r->sink_to, &r->src, 1);
@@ -83,12 +83,12 @@ static int tx_term(struct uiw_qp *qp)
 static enum tx_kind pick(struct uiw_qp *qp)
 {
 	bool sq_ready = qp->state == UIW_QPS_RTS && qp->sq.tx != qp->sq.tail;
-	bool irq_ready = qp->state == UIW_QPS_RTS && qp->irq_head != qp->irq_tail;
+	bool irq_ready = qp->state == UIW_QPS_RTS && !uiw_ring_empty(&qp->irq_ring);
 
 	if (qp->term_pending)
 		return TX_TERM;
 	if (sq_ready && qp->sq.e[qp->sq.tx & qp->sq.mask].wr.op == UIW_WR_READ &&
-	    qp->orq_tail - qp->orq_head >= qp->ord)
+	    uiw_ring_count(&qp->orq_ring) >= qp->ord)
 		sq_ready = false;   /* ORD reached: the Read waits for a response */
 	if (irq_ready && (!sq_ready || qp->irq_burst < IRQ_BURST))
 		return TX_IRQ;
@@ -103,7 +103,7 @@ static void finish(struct uiw_qp *qp, enum tx_kind kind)
 		sq_sent(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask]);
 		break;
 	case TX_IRQ:
-		qp->irq_head++;
+		uiw_ring_pop(&qp->irq_ring);
 		qp->irq_burst++;
 		qp_count(qp, UIW_RDMAP_C_tx_read_resp);
 		break;

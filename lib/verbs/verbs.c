@@ -222,6 +222,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c->dev = (struct uiw_dev *)(void *)device;
+	uiw_ring_init(&c->async_ring, ASYNC_EVENTS);
 	c->vctx.sz = sizeof(c->vctx);
 	ctx = &c->vctx.context;
 	ctx->device = device;
@@ -259,11 +260,11 @@ static void async_push(struct ibv_context *context, const struct ibv_async_event
 	struct uiw_ctx *c = ctx_of(context);
 	uint64_t one = 1;
 
-	if (c->async_tail - c->async_head == ASYNC_EVENTS) {
+	if (uiw_ring_full(&c->async_ring)) {
 		c->async_lost++;
 		return;
 	}
-	c->async[c->async_tail++ % ASYNC_EVENTS] = *ev;
+	c->async[uiw_ring_push(&c->async_ring)] = *ev;
 	if (write(context->async_fd, &one, sizeof(one)) != sizeof(one))
 		return;
 }
@@ -272,15 +273,16 @@ static void async_push(struct ibv_context *context, const struct ibv_async_event
 static void async_forget(struct ibv_context *context, const void *obj)
 {
 	struct uiw_ctx *c = ctx_of(context);
-	unsigned keep = c->async_head;
+	struct uiw_ring *r = &c->async_ring;
+	uint32_t keep = r->head;
 
-	for (unsigned i = c->async_head; i != c->async_tail; i++) {
-		struct ibv_async_event *e = &c->async[i % ASYNC_EVENTS];
+	for (uint32_t i = r->head; i != r->tail; i++) {
+		struct ibv_async_event *e = &c->async[uiw_ring_slot(r, i)];
 
 		if (e->element.qp != obj)   /* the union's members are all pointers */
-			c->async[keep++ % ASYNC_EVENTS] = *e;
+			c->async[uiw_ring_slot(r, keep++)] = *e;
 	}
-	c->async_tail = keep;
+	r->tail = keep;
 }
 
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
@@ -291,13 +293,13 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 
 	UIW_API_LOCK();
 
-	while (c->async_head == c->async_tail)
-		if (!uiw_wait_some(context->async_fd, nonblock) && c->async_head == c->async_tail) {
+	while (uiw_ring_empty(&c->async_ring))
+		if (!uiw_wait_some(context->async_fd, nonblock) && uiw_ring_empty(&c->async_ring)) {
 			errno = EAGAIN;
 			return -1;
 		}
-	*event = c->async[c->async_head++ % ASYNC_EVENTS];
-	if (c->async_head == c->async_tail && read(context->async_fd, &v, sizeof(v)) < 0)
+	*event = c->async[uiw_ring_pop(&c->async_ring)];
+	if (uiw_ring_empty(&c->async_ring) && read(context->async_fd, &v, sizeof(v)) < 0)
 		v = 0;
 	return 0;
 }
@@ -502,6 +504,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 		errno = ENOMEM;
 		return NULL;
 	}
+	uiw_ring_init(&c->ring, CHANNEL_EVENTS);
 	c->ch.context = context;
 	c->ch.fd = eventfd(0, EFD_CLOEXEC);
 	if (c->ch.fd < 0) {
@@ -529,9 +532,9 @@ static void cq_notify(void *arg, struct uiw_cq *core)
 	uint64_t one = 1;
 
 	(void)core;
-	if (ch == NULL || ch->tail - ch->head == CHANNEL_EVENTS)
+	if (ch == NULL || uiw_ring_full(&ch->ring))
 		return;
-	ch->q[ch->tail++ % CHANNEL_EVENTS] = &c->cq;
+	ch->q[uiw_ring_push(&ch->ring)] = &c->cq;
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		return;
 }
@@ -583,14 +586,14 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 
 	/* Progress is made here, or by the progress thread while this one sleeps on the fd
 	 * (a non-blocking fd: one pass, then EAGAIN). */
-	while (ch->head == ch->tail)
-		if (!uiw_wait_some(channel->fd, nonblock) && ch->head == ch->tail) {
+	while (uiw_ring_empty(&ch->ring))
+		if (!uiw_wait_some(channel->fd, nonblock) && uiw_ring_empty(&ch->ring)) {
 			errno = EAGAIN;
 			return -1;
 		}
-	*cq = ch->q[ch->head++ % CHANNEL_EVENTS];
+	*cq = ch->q[uiw_ring_pop(&ch->ring)];
 	*cq_context = (*cq)->cq_context;
-	if (ch->head == ch->tail && read(channel->fd, &v, sizeof(v)) < 0)
+	if (uiw_ring_empty(&ch->ring) && read(channel->fd, &v, sizeof(v)) < 0)
 		v = 0;
 	return 0;
 }
@@ -627,7 +630,7 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 	if (n < 0)
 		return -1;
-	if (c->core.head == c->core.tail)
+	if (uiw_ring_empty(&c->core.ring))
 		uiw_inline_pass();   /* one bounded pass: the caller's poll drives the engine */
 	for (; k < n; k++) {
 		struct uiw_wc w;
@@ -1060,7 +1063,7 @@ int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 	if (mask & IBV_SRQ_MAX_WR)
 		return EINVAL;   /* no resizing */
 	if (mask & IBV_SRQ_LIMIT) {
-		if (attr->srq_limit > s->core.cap)
+		if (attr->srq_limit > s->core.ring.cap)
 			return EINVAL;
 		s->core.limit = attr->srq_limit;
 	}
@@ -1072,7 +1075,7 @@ int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	UIW_API_LOCK();
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
-	attr->max_wr = s->core.cap;
+	attr->max_wr = s->core.ring.cap;
 	attr->max_sge = UIW_MAX_SGE;
 	attr->srq_limit = s->core.limit;
 	return 0;

@@ -11,7 +11,7 @@
 
 #include <pthread.h>
 
-#define CHANNEL_EVENTS 1024
+#define CHANNEL_EVENTS 1024   /* a power of two: the ring's slots are the array */
 
 /*
  * Threads. The static library serves one thread (the tools, the tests). The drop-in
@@ -80,13 +80,13 @@ struct uiw_dev {
 	struct uiw_qp_v *qps;         /* every QP (the counters' sums) */
 };
 
-#define ASYNC_EVENTS 256
+#define ASYNC_EVENTS 256      /* a power of two: the ring's slots are the array */
 
 struct uiw_ctx {
 	struct verbs_context vctx;    /* ends with struct ibv_context, as rdma-core lays it out */
 	struct uiw_dev *dev;
 	struct ibv_async_event async[ASYNC_EVENTS];   /* for ibv_get_async_event() */
-	unsigned async_head, async_tail;
+	struct uiw_ring async_ring;
 	uint64_t async_lost;          /* events dropped because nobody took them */
 };
 
@@ -103,7 +103,7 @@ struct uiw_mr_v {
 struct uiw_channel {
 	struct ibv_comp_channel ch;
 	struct ibv_cq *q[CHANNEL_EVENTS];
-	unsigned head, tail;
+	struct uiw_ring ring;
 };
 
 struct uiw_cq_v {

@@ -12,6 +12,7 @@
 #include "check_common.h"
 #include "pair_fixture.h"
 #include "rdmap.h"
+#include "rdmap_internal.h"   /* the QP's receive ring, to start it near the wrap */
 #include "uiw_time.h"
 
 #define PORT 7000
@@ -255,7 +256,7 @@ START_TEST(write_every_size)
 		ck_assert_mem_eq(B.buf + at, A.buf, n);
 		ck_assert_uint_eq(B.buf[at + n - (n > 0)], n > 0 ? A.buf[n - 1] : 0);
 	}
-	ck_assert_uint_eq(B.rcq.tail, B.rcq.head);   /* a Write completes nothing at the target */
+	ck_assert_uint_eq(uiw_ring_count(&B.rcq.ring), 0);   /* a Write completes nothing at the target */
 }
 END_TEST
 
@@ -462,12 +463,87 @@ START_TEST(solicited_only_notification)
 	ck_assert_int_eq(uiw_qp_post_send(A.qp, &s), 0);
 	wait_one(&B.rcq);
 	ck_assert_uint_eq(B.notified, 1);
-	ck_assert_uint_eq(A.scq.tail, A.scq.head);   /* unsignaled Sends complete nothing */
+	ck_assert_uint_eq(uiw_ring_count(&A.scq.ring), 0);   /* unsignaled Sends complete nothing */
 }
 END_TEST
 
 /* Through 5% loss both ways (and some reordering and duplication): Sends, Writes and Reads
  * of 64 KiB still arrive whole and in order (TCP repairs the stream under MPA). */
+/* Queues of 3 whose counters start 4 short of 2^32: every completion and receive across the
+ * wrap is the one posted, in order (a slot taken as counter % 3 would give 2^32 - 1 and 0
+ * the same slot). _i: 0 the QP's own receive queue, 1 a shared receive queue. */
+START_TEST(queues_of_three_across_the_wrap)
+{
+	const uint32_t start = UINT32_MAX - 3;
+	static struct uiw_srq srq;
+	bool shared = _i == 1;
+
+	uiw_qp_destroy(B.qp);
+	uiw_qp_destroy(A.qp);
+	uiw_cq_fini(&B.rcq);
+	uiw_cq_fini(&A.scq);
+	ck_assert_int_eq(uiw_cq_init(&B.rcq, 3), 0);
+	ck_assert_int_eq(uiw_cq_init(&A.scq, 3), 0);
+	ck_assert_int_eq(uiw_srq_init(&srq, 3), 0);
+	struct uiw_qp_attr a = { .qp_num = 1, .pd = 1, .sq_size = 3, .rq_size = 3, .send_cq = &A.scq,
+				 .recv_cq = &A.rcq, .stags = &A.stags, .events = &events, .event_arg = &A };
+	struct uiw_qp_attr b = { .qp_num = 2, .pd = 1, .sq_size = 3, .rq_size = shared ? 0 : 3,
+				 .srq = shared ? &srq : NULL, .send_cq = &B.scq, .recv_cq = &B.rcq,
+				 .stags = &B.stags, .events = &events, .event_arg = &B };
+
+	ck_assert_int_eq(uiw_qp_create(&A.qp, &a), 0);
+	ck_assert_int_eq(uiw_qp_create(&B.qp, &b), 0);
+	uiw_ring_init_at(&B.rcq.ring, 3, start);
+	uiw_ring_init_at(&A.scq.ring, 3, start);
+	uiw_ring_init_at(&srq.ring, 3, start);
+	uiw_ring_init_at(&B.qp->rq_ring, 3, start);
+	struct uiw_sq *sq = uiw_qp_sq(A.qp);
+
+	sq->comp = sq->tx = sq->tail = start;
+	connect_qps(16, true, false);
+	for (unsigned round = 0; round < 4; round++) {
+		/* Three of each in flight at once: the rings full, then across the wrap. */
+		for (unsigned k = 0; k < 3; k++) {
+			unsigned i = round * 3 + k;
+			struct uiw_recv_wr r = { .wr_id = 1000 + i, .sg = { { B.buf + i * 64, 64 } }, .nsge = 1 };
+
+			ck_assert_int_eq(shared ? uiw_srq_post(&srq, &r) : uiw_qp_post_recv(B.qp, &r), 0);
+		}
+		struct uiw_recv_wr extra = { .wr_id = 1, .sg = { { B.buf, 1 } }, .nsge = 1 };
+
+		ck_assert_int_eq(shared ? uiw_srq_post(&srq, &extra) : uiw_qp_post_recv(B.qp, &extra),
+				 -ENOMEM);
+		for (unsigned k = 0; k < 3; k++) {
+			unsigned i = round * 3 + k;
+			struct uiw_send_wr w = { .wr_id = i, .op = UIW_WR_SEND, .signaled = true,
+						 .sg = { { A.buf + i * 64, 17 + i } }, .nsge = 1 };
+
+			fill(A.buf + i * 64, 17 + i, (uint8_t)(i * 7));
+			ck_assert_int_eq(uiw_qp_post_send(A.qp, &w), 0);
+		}
+		struct wait_wc rw = { .cq = &B.rcq, .want = 3 }, sw = { .cq = &A.scq, .want = 3 };
+
+		ck_assert_msg(pair_run_until(wc_arrived, &rw, 5000), "receives (%s)", B.why);
+		ck_assert_msg(pair_run_until(wc_arrived, &sw, 5000), "sends (%s)", A.why);
+		for (unsigned k = 0; k < 3; k++) {
+			unsigned i = round * 3 + k;
+
+			ck_assert_int_eq(rw.wc[k].status, UIW_WC_SUCCESS);
+			ck_assert_uint_eq(rw.wc[k].wr_id, 1000 + i);
+			ck_assert_uint_eq(rw.wc[k].byte_len, 17 + i);
+			ck_assert_mem_eq(B.buf + i * 64, A.buf + i * 64, 17 + i);
+			ck_assert_int_eq(sw.wc[k].status, UIW_WC_SUCCESS);
+			ck_assert_uint_eq(sw.wc[k].wr_id, i);
+		}
+	}
+	ck_assert_uint_eq(B.rcq.ring.head, start + 12);
+	ck_assert_uint_eq(B.rcq.overflow + A.scq.overflow, 0);
+	uiw_qp_destroy(B.qp);
+	B.qp = NULL;
+	uiw_srq_fini(&srq);
+}
+END_TEST
+
 START_TEST(operations_through_loss)
 {
 	struct uiw_config cfg;
@@ -539,6 +615,7 @@ int main(void)
 	tcase_add_test(tc, read_out_of_bounds_terminated);
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, operations_through_loss);
+	tcase_add_loop_test(tc, queues_of_three_across_the_wrap, 0, 2);
 	tcase_add_test(tc, posted_while_terminating_flushes);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
