@@ -68,6 +68,21 @@ static inline struct uiw_mr *uiw_stag_find(const struct uiw_stag_table *t, uint3
 	return mr->used && mr->stag == stag ? mr : NULL;
 }
 
+/**
+ * Whether local memory [@p addr, @p addr + @p len) may be used under @p lkey (the work
+ * request check of verbs and RDMAP): a valid region of @p pd, with @p access, that holds
+ * every octet.
+ */
+static inline bool uiw_stag_local_ok(const struct uiw_stag_table *t, uint32_t lkey, uint32_t pd,
+				     uintptr_t addr, uint64_t len, unsigned access)
+{
+	const struct uiw_mr *m = uiw_stag_find(t, lkey);
+	uintptr_t lo = (uintptr_t)(m != NULL ? m->addr : NULL);
+
+	return m != NULL && m->valid && m->pd == pd && (m->access & access) == access &&
+	       addr >= lo && addr - lo <= m->len && len <= m->len - (addr - lo);
+}
+
 /** What a tagged access found wrong, in the order RFC 5040 §8/RFC 5041 §7 check it. */
 enum uiw_stag_check {
 	UIW_STAG_OK = 0,

@@ -6,33 +6,11 @@
 #include "ddp_wire.h"
 #include "mpa_internal.h"
 #include "rdmap_wire.h"
+#include "uiw_mbuf.h"
 #include "uiw_time.h"
 
 static uint16_t min16(uint16_t a, uint16_t b) { return a < b ? a : b; }
 static uint16_t max16(uint16_t a, uint16_t b) { return a > b ? a : b; }
-
-/* Removes the first @p n octets of a chain, freeing emptied segments. */
-static struct rte_mbuf *cut_front(struct rte_mbuf *m, uint32_t n)
-{
-	while (m != NULL && n > 0) {
-		if (n < m->data_len) {
-			rte_pktmbuf_adj(m, (uint16_t)n);
-			return m;
-		}
-		struct rte_mbuf *next = m->next;
-
-		n -= m->data_len;
-		if (next != NULL) {
-			next->pkt_len = m->pkt_len - m->data_len;
-			next->nb_segs = (uint16_t)(m->nb_segs - 1);
-		}
-		m->next = NULL;
-		m->nb_segs = 1;
-		rte_pktmbuf_free_seg(m);
-		m = next;
-	}
-	return m;
-}
 
 /*
  * Gathers a Request or Reply from @p m into c->rr. @return the parse result; *rest gets
@@ -58,7 +36,7 @@ static enum uiw_mpa_parse rr_take(struct uiw_mpa_conn *c, struct rte_mbuf *m, bo
 		if (src != c->rr + c->rr_len)
 			memcpy(c->rr + c->rr_len, src, k);
 		c->rr_len += k;
-		m = cut_front(m, k);
+		m = uiw_mbuf_cut_front(m, k);
 	}
 	if (m != NULL && (r != UIW_MPA_PARSE_OK || m->pkt_len == 0)) {
 		rte_pktmbuf_free(m);

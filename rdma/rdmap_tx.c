@@ -133,10 +133,7 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 		return true;
 	for (unsigned i = 0; i < e->wr.nsge; i++) {
 		const struct uiw_sge *g = &e->wr.sg[i];
-		const struct uiw_mr *m = uiw_stag_find(qp->stags, g->lkey);
-
-		if (m == NULL || !m->valid || m->pd != qp->pd || (m->access & access) != access ||
-		    g->addr < m->addr || g->addr + g->len > m->addr + m->len) {
+		if (!uiw_stag_local_ok(qp->stags, g->lkey, qp->pd, (uintptr_t)g->addr, g->len, access)) {
 			e->done = true;
 			e->status = UIW_WC_LOC_PROT_ERR;
 			qp_count(qp, UIW_RDMAP_C_tx_bad_lkey);

@@ -8,6 +8,7 @@
 #include "icmp_wire.h"
 #include "ipv4_wire.h"
 #include "net.h"
+#include "uiw_mbuf.h"
 
 /** Frees @p m and counts why. */
 static inline void uiw_net_drop(struct uiw_net *net, struct rte_mbuf *m, enum uiw_net_counter c)
@@ -55,12 +56,6 @@ static inline bool uiw_net_is_bcast(const struct uiw_net *net, uint32_t ip)
 /** A validation result that lets the frame through; any other value is a drop counter. */
 #define UIW_NET_ACCEPT (-1)
 
-/** Shortens a frame (or chain) to @p len bytes, freeing segments no longer needed. */
-void uiw_mbuf_trim_to(struct rte_mbuf *m, uint32_t len);
-
-/** Removes the first @p n bytes of a frame (or chain), freeing emptied segments.
- *  @return the new first segment. */
-struct rte_mbuf *uiw_mbuf_cut_front(struct rte_mbuf *m, uint32_t n);
 
 void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now);
 void uiw_arp_timer(struct uiw_net *net, uint64_t now);

@@ -846,12 +846,10 @@ static inline int map_sges_pd(struct uiw_dev *d, struct ibv_pd *pd, const struct
 	if (n < 0 || n > UIW_MAX_SGE)
 		return EINVAL;
 	for (int i = 0; i < n; i++) {
-		struct uiw_mr *m = uiw_stag_find(&d->stags, in[i].lkey);
 		uint64_t a = in[i].addr;
 
-		if (m == NULL || !m->valid || m->pd != ((struct uiw_pd_v *)pd)->pdn ||
-		    (m->access & access) != access || a < (uintptr_t)m->addr ||
-		    a + in[i].length > (uintptr_t)m->addr + m->len)
+		if (!uiw_stag_local_ok(&d->stags, in[i].lkey, ((struct uiw_pd_v *)pd)->pdn,
+				       (uintptr_t)a, in[i].length, access))
 			return EINVAL;
 		out[i] = (struct uiw_sge){ (uint8_t *)(uintptr_t)a, in[i].length };
 	}

@@ -49,6 +49,32 @@ START_TEST(stag_checks)
 }
 END_TEST
 
+/* Local memory under an lkey (work request SGEs): every octet inside a valid region of the
+ * PD with the access asked for; a length that would wrap the address space is refused. */
+START_TEST(lkey_checks)
+{
+	uintptr_t lo = (uintptr_t)mem;
+	struct uiw_mr *mr;
+
+	ck_assert_int_eq(uiw_stag_table_init(&tab, 16), 0);
+	mr = uiw_stag_register(&tab, 3, mem + 64, 1024, 0, UIW_ACCESS_LOCAL_WRITE, 0x01);
+	ck_assert_ptr_nonnull(mr);
+	ck_assert(uiw_stag_local_ok(&tab, mr->stag, 3, lo + 64, 1024, UIW_ACCESS_LOCAL_WRITE));
+	ck_assert(uiw_stag_local_ok(&tab, mr->stag, 3, lo + 64 + 1024, 0, 0));
+	ck_assert(uiw_stag_local_ok(&tab, mr->stag, 3, lo + 100, 988, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 3, lo + 100, 989, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 3, lo + 63, 1, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 3, lo + 64 + 1025, 0, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 3, lo + 64, UINT64_MAX, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 4, lo + 64, 1, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag ^ 1, 3, lo + 64, 1, 0));
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 3, lo + 64, 1, UIW_ACCESS_REMOTE_READ));
+	ck_assert_int_eq(uiw_stag_invalidate(&tab, mr->stag, 3), 0);
+	ck_assert(!uiw_stag_local_ok(&tab, mr->stag, 3, lo + 64, 1, 0));
+	uiw_stag_table_fini(&tab);
+}
+END_TEST
+
 START_TEST(stag_table_fills_and_indexes_differ)
 {
 	struct uiw_mr *all[16];
@@ -329,6 +355,7 @@ int main(void)
 	TCase *tc = tcase_with_leak_check("ddp", pair_setup, pair_teardown);
 
 	tcase_add_test(tc, stag_checks);
+	tcase_add_test(tc, lkey_checks);
 	tcase_add_test(tc, stag_table_fills_and_indexes_differ);
 	tcase_add_test(tc, parse_truncations_and_version);
 	tcase_add_test(tc, place_across_sges);
