@@ -158,4 +158,103 @@ int uiw_ddp_send_untagged(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint8_t
 			  uint32_t rsvd_ulp, uint32_t qn, uint32_t msn, const void *body,
 			  uint32_t body_len, const struct uiw_sge *sg, unsigned n);
 
+/* ---- A DDP stream (RFC 5041 §5): one per MPA connection. ---- */
+
+/** Untagged queues a stream has at most (RDMAP uses three, RFC 5040 §5.1). */
+#define UIW_DDP_QUEUES_MAX 4
+
+/** One untagged queue: the MSN sequencing of RFC 5041 §5.3 in each direction. */
+struct uiw_ddp_queue {
+	uint32_t rx_msn;      /**< the MSN the next message received must carry */
+	uint32_t rx_mo;       /**< octets of the message under way placed so far */
+	uint32_t tx_msn;      /**< the MSN of the next message sent */
+};
+
+/** What a stream hands its ULP (RDMAP). */
+struct uiw_ddp_ulp {
+	/** A segment arrived, with DDP's verdict @p pr on its header. The ULP asks DDP's
+	 *  checks below of what it expects, then places. Return nonzero when the stream
+	 *  stopped (a Terminate, a close): nothing more of it is delivered. */
+	int (*segment)(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+		       enum uiw_ddp_parse pr);
+	/** Send space was freed. */
+	void (*writable)(void *arg);
+};
+
+struct uiw_ddp_stream {
+	struct uiw_mpa_conn *conn;    /**< NULL before establishment and after the close */
+	const struct uiw_ddp_ulp *ulp;
+	void *ulp_arg;
+	unsigned nq;
+	struct uiw_ddp_queue q[UIW_DDP_QUEUES_MAX];
+	struct uiw_ddp_tx tx;         /**< the message being sent */
+};
+
+/** A stream of @p nq untagged queues (at most UIW_DDP_QUEUES_MAX) for @p ulp. */
+void uiw_ddp_stream_init(struct uiw_ddp_stream *st, unsigned nq, const struct uiw_ddp_ulp *ulp,
+			 void *arg);
+
+/**
+ * The stream takes the established connection @p c: every queue's MSNs start at 1 (RFC
+ * 5041 §5.3), and from now on MPA hands ULPDUs and send space straight to the stream,
+ * which hands them to its ULP. @p c may be NULL for a harness that feeds uiw_ddp_mpa_ulp.
+ */
+void uiw_ddp_stream_attach(struct uiw_ddp_stream *st, struct uiw_mpa_conn *c);
+
+/** The stream lets go of its connection without touching it further. */
+void uiw_ddp_stream_detach(struct uiw_ddp_stream *st);
+
+/** The RTR of MPA's negotiation used MSN 1 of queue @p qn: sent by us when @p ours, else
+ *  received. */
+void uiw_ddp_stream_rtr(struct uiw_ddp_stream *st, uint32_t qn, bool ours);
+
+/** MPA's data path into a stream (its argument is the stream). */
+extern const struct uiw_mpa_ulp uiw_ddp_mpa_ulp;
+
+/**
+ * RFC 5041 §7.2's checks, in its order, of an untagged segment the ULP expects on queue
+ * @p qn: the queue number, then, when @p sequenced, its MSN and MO.
+ * @return 0, or the code of the Terminate (UIW_DDP_UNT_*).
+ */
+uint8_t uiw_ddp_untagged_check(const struct uiw_ddp_stream *st, const struct uiw_ddp_seg *s,
+			       uint32_t qn, bool sequenced);
+
+/** Places an untagged segment at its queue's MO in @p sg, and counts it.
+ *  @return 0, or -1 when it does not fit (nothing placed: UIW_DDP_UNT_TOO_LONG). */
+int uiw_ddp_untagged_place(struct uiw_ddp_stream *st, const struct uiw_mpa_ulpdu *u,
+			   const struct uiw_ddp_seg *s, const struct uiw_sge *sg, unsigned n);
+
+/** The message on queue @p qn is whole. @return its length; the queue expects the next
+ *  MSN. */
+uint32_t uiw_ddp_untagged_done(struct uiw_ddp_stream *st, uint32_t qn);
+
+/**
+ * RFC 5041 §7.1 for a tagged segment into the STag table: the STag valid, of protection
+ * domain @p pd, with @p access (the ULP's right, RFC 5040 §8), the TO not wrapping and the
+ * payload in bounds. On UIW_STAG_OK, *dst is where the payload goes.
+ */
+enum uiw_stag_check uiw_ddp_tagged_target(const struct uiw_stag_table *t, uint32_t pd,
+					  const struct uiw_ddp_seg *s, unsigned access,
+					  struct uiw_sge *dst);
+
+/** The Terminate code (UIW_DDP_TAG_*) for what the STag table refused; UIW_STAG_ACCESS
+ *  has none (access rights are the ULP's to report). */
+uint8_t uiw_ddp_tagged_code(enum uiw_stag_check r);
+
+/** RFC 5041 §7.1 for a tagged segment into a buffer the ULP expects (a Read Response into
+ *  its sink): STag @p stag, the segment at TO @p to within @p room octets.
+ *  @return 0, UIW_DDP_TAG_INVALID_STAG or UIW_DDP_TAG_BOUNDS. */
+uint8_t uiw_ddp_tagged_window(const struct uiw_ddp_seg *s, uint32_t stag, uint64_t to,
+			      uint64_t room);
+
+/** uiw_ddp_send_tagged() on the stream's connection and message. */
+int uiw_ddp_stream_send_tagged(struct uiw_ddp_stream *st, uint8_t rdmap, uint32_t stag,
+			       uint64_t to, const struct uiw_sge *sg, unsigned n);
+
+/** uiw_ddp_send_untagged() on queue @p qn with its next MSN, which counts on once the last
+ *  segment is sent. */
+int uiw_ddp_stream_send_untagged(struct uiw_ddp_stream *st, uint8_t rdmap, uint32_t rsvd_ulp,
+				 uint32_t qn, const void *body, uint32_t body_len,
+				 const struct uiw_sge *sg, unsigned n);
+
 #endif

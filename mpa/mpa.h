@@ -131,6 +131,22 @@ struct uiw_mpa_ops {
 	void (*closed)(void *user, struct uiw_mpa_conn *c, int err);
 };
 
+/** A connection's data path in full operation: where ULPDUs and send space go. */
+struct uiw_mpa_ulp {
+	/** A ULPDU arrived. Return nonzero when the connection was closed or aborted. */
+	int (*ulpdu)(void *arg, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+	/** Send space was freed. */
+	void (*writable)(void *arg, struct uiw_mpa_conn *c);
+};
+
+/**
+ * From now on ULPDUs and send space go to @p ulp with @p arg instead of the ops' ulpdu and
+ * writable (NULL: back to the ops). The layer above binds its data path here once the
+ * connection is established, so the owner of the connection's events (rdma_cm's id) is
+ * not on the per-ULPDU path.
+ */
+void uiw_mpa_bind_ulp(struct uiw_mpa_conn *c, const struct uiw_mpa_ulp *ulp, void *arg);
+
 /** Creates MPA over @p tcp; FPDUs are built in mbufs from @p pool. @return 0 or -ENOMEM. */
 int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool *pool);
 

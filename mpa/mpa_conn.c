@@ -335,7 +335,8 @@ static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
 	}
 	if (c->swallow_read_resp && mpa_read_resp_take(c, u))
 		return 0;
-	if (c->ops != NULL && c->ops->ulpdu != NULL && c->ops->ulpdu(c->user, c, u) != 0)
+	if (c->ulp != NULL ? c->ulp->ulpdu(c->ulp_arg, c, u) != 0
+	    : c->ops != NULL && c->ops->ulpdu != NULL && c->ops->ulpdu(c->user, c, u) != 0)
 		return 1;
 	return c->state == MPA_S_FULL ? 0 : 1;
 }
@@ -413,7 +414,11 @@ static void t_sent(void *user, struct uiw_tcp_conn *tc, uint32_t bytes)
 
 	(void)tc;
 	(void)bytes;
-	if (c->state == MPA_S_FULL && c->ops != NULL && c->ops->writable != NULL)
+	if (c->state != MPA_S_FULL)
+		return;
+	if (c->ulp != NULL)
+		c->ulp->writable(c->ulp_arg, c);
+	else if (c->ops != NULL && c->ops->writable != NULL)
 		c->ops->writable(c->user, c);
 }
 
@@ -569,6 +574,12 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 			       c->p.timeout_ms);
 		uiw_mpa_abort(c, c->reason);
 	}
+}
+
+void uiw_mpa_bind_ulp(struct uiw_mpa_conn *c, const struct uiw_mpa_ulp *ulp, void *arg)
+{
+	c->ulp = ulp;
+	c->ulp_arg = arg;
 }
 
 void uiw_mpa_set_user(struct uiw_mpa_conn *c, const struct uiw_mpa_ops *ops, void *user)

@@ -36,6 +36,8 @@ struct uiw_mpa_conn {
 	struct uiw_tcp_conn *tcp;
 	const struct uiw_mpa_ops *ops;
 	void *user;
+	const struct uiw_mpa_ulp *ulp;  /* the data path, when bound (else the ops') */
+	void *ulp_arg;
 	enum mpa_state state;
 	struct uiw_mpa_params p;        /* our side; p.pd points into pd_buf */
 	uint8_t pd_buf[UIW_MPA_PD_MAX];

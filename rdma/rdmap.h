@@ -161,10 +161,15 @@ void uiw_qp_detach(struct uiw_qp *qp);
 
 /**
  * The MPA callbacks of a connection that carries a QP (pass them, with the QP as user, to
- * uiw_mpa_connect() or uiw_mpa_accept()). On established the QP takes the negotiated
- * IRD/ORD and the RTR that used up MSN 1 and moves to RTS.
+ * uiw_mpa_connect() or uiw_mpa_accept(), or call them from the owner's own). On
+ * established the QP takes the negotiated IRD/ORD and the RTR that used up MSN 1, binds its
+ * DDP stream as the connection's data path (ULPDUs then go MPA -> DDP -> RDMAP directly)
+ * and moves to RTS.
  */
 extern const struct uiw_mpa_ops uiw_qp_mpa_ops;
+
+/** The QP's DDP stream (a harness feeds it ULPDUs through uiw_ddp_mpa_ulp). */
+struct uiw_ddp_stream *uiw_qp_stream(struct uiw_qp *qp);
 
 /** @return 0, -EINVAL (bad WR: too many SGEs, a Read with other than one SGE), -ENOMEM
  *  (queue full). In TERMINATE or ERROR a WR is taken and completes at once with

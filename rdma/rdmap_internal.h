@@ -32,7 +32,7 @@ struct uiw_qp {
 	uint32_t qp_num, pd;
 	enum uiw_qp_state state;
 	struct uiw_stag_table *stags;
-	struct uiw_mpa_conn *conn;
+	struct uiw_ddp_stream ddp;         /* the connection, MSNs and MOs, the message sent */
 	struct uiw_cq *scq, *rcq;
 	const struct uiw_qp_events *events;
 	void *event_arg;
@@ -53,16 +53,10 @@ struct uiw_qp {
 
 	/* Transmit: the message under way (messages go out whole, one after another). */
 	enum tx_kind tx_kind;
-	struct uiw_ddp_tx tx;
 	unsigned irq_burst;
-	uint32_t send_msn, rreq_msn;       /* next MSN on QN 0 and QN 1 */
 	uint8_t term_body[TERM_BODY_MAX];
 	uint32_t term_len;
 	bool term_pending;
-
-	/* Receive. */
-	uint32_t rx_send_msn, rx_rreq_msn; /* expected MSN on QN 0 and QN 1 */
-	uint32_t rx_mo;                    /* octets of the Send under way */
 
 	struct uiw_term_info term_rx, term_tx;
 	char why[96];
@@ -88,7 +82,8 @@ void qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t 
 		       const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
 		       const char *why);
 
-/* rdmap_rx.c */
-int qp_rx(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+/* rdmap_rx.c: the segments the QP's DDP stream hands up. */
+int qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+	  enum uiw_ddp_parse pr);
 
 #endif

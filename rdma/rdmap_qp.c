@@ -84,6 +84,14 @@ void qp_complete_sq(struct uiw_qp *qp)
 	}
 }
 
+/* The QP's DDP stream hands segments and send space here (MPA -> DDP -> RDMAP). */
+static void on_writable(void *arg)
+{
+	qp_pump(arg);
+}
+
+static const struct uiw_ddp_ulp qp_ddp_ulp = { .segment = qp_rx, .writable = on_writable };
+
 int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 {
 	struct uiw_qp *qp = calloc(1, sizeof(*qp));
@@ -114,6 +122,7 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
 	qp->stags = a->stags;
+	uiw_ddp_stream_init(&qp->ddp, UIW_RDMAP_QUEUES, &qp_ddp_ulp, qp);
 	qp->events = a->events;
 	qp->event_arg = a->event_arg;
 	qp->state = UIW_QPS_IDLE;
@@ -126,8 +135,8 @@ void uiw_qp_destroy(struct uiw_qp *qp)
 {
 	if (qp == NULL)
 		return;
-	if (qp->conn != NULL)
-		uiw_mpa_abort(qp->conn, "QP destroyed");
+	if (qp->ddp.conn != NULL)
+		uiw_mpa_abort(qp->ddp.conn, "QP destroyed");
 	free(qp->sq.e);
 	free(qp->rq);
 	free(qp);
@@ -293,15 +302,15 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 
 void uiw_qp_detach(struct uiw_qp *qp)
 {
-	qp->conn = NULL;
+	uiw_ddp_stream_detach(&qp->ddp);
 }
 
 void uiw_qp_disconnect(struct uiw_qp *qp)
 {
-	if (qp->conn == NULL || qp->state != UIW_QPS_RTS)
+	if (qp->ddp.conn == NULL || qp->state != UIW_QPS_RTS)
 		return;
 	qp->state = UIW_QPS_CLOSING;
-	uiw_mpa_close(qp->conn);
+	uiw_mpa_close(qp->ddp.conn);
 }
 
 void uiw_qp_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
@@ -311,7 +320,7 @@ void uiw_qp_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t c
 }
 
 enum uiw_qp_state uiw_qp_state(const struct uiw_qp *qp) { return qp->state; }
-struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp) { return qp->conn; }
+struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp) { return qp->ddp.conn; }
 uint16_t uiw_qp_ord(const struct uiw_qp *qp) { return qp->ord; }
 const uint64_t *uiw_qp_counters(const struct uiw_qp *qp) { return qp->c; }
 const struct uiw_term_info *uiw_qp_term_rx(const struct uiw_qp *qp) { return &qp->term_rx; }
@@ -323,16 +332,15 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 {
 	struct uiw_qp *qp = user;
 
-	qp->conn = c;
+	/* From here ULPDUs go MPA -> DDP -> qp_rx, whoever owns the connection's events. */
+	uiw_ddp_stream_attach(&qp->ddp, c);
 	qp->ord = n->ord < UIW_MPA_IRD_ORD_MAX ? n->ord : UIW_MPA_IRD_ORD_MAX;
 	qp->ird = n->ird < UIW_MPA_IRD_ORD_MAX ? n->ird : UIW_MPA_IRD_ORD_MAX;
-	/* MSNs start at 1 on each queue (RFC 5041 §5.3); an RTR used up the first one: ours
-	 * as initiator, the peer's as responder. */
-	qp->send_msn = qp->rreq_msn = qp->rx_send_msn = qp->rx_rreq_msn = 1;
+	/* An RTR used up MSN 1 of its queue: ours as initiator, the peer's as responder. */
 	if (n->rtr == UIW_MPA_RTR_SEND)
-		*(n->initiator ? &qp->send_msn : &qp->rx_send_msn) = 2;
+		uiw_ddp_stream_rtr(&qp->ddp, UIW_DDP_QN_SEND, n->initiator);
 	if (n->rtr == UIW_MPA_RTR_READ)
-		*(n->initiator ? &qp->rreq_msn : &qp->rx_rreq_msn) = 2;
+		uiw_ddp_stream_rtr(&qp->ddp, UIW_DDP_QN_READ_REQ, n->initiator);
 	if (qp->state == UIW_QPS_IDLE)
 		qp->state = UIW_QPS_RTS;
 	if (qp->events != NULL && qp->events->established != NULL)
@@ -348,11 +356,6 @@ static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, u
 	qp_error(user, "connection rejected by the peer");
 }
 
-static void on_writable(void *user, struct uiw_mpa_conn *c)
-{
-	(void)c;
-	qp_pump(user);
-}
 
 static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
 {
@@ -360,7 +363,7 @@ static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
 	char why[96];
 
 	snprintf(why, sizeof(why), "connection closed: %s", uiw_mpa_reason(c));
-	qp->conn = NULL;
+	uiw_ddp_stream_detach(&qp->ddp);
 	if (err != 0 || qp->state != UIW_QPS_ERROR)
 		qp_error(qp, why);
 	if (qp->events != NULL && qp->events->closed != NULL)
@@ -368,6 +371,10 @@ static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
 }
 
 const struct uiw_mpa_ops uiw_qp_mpa_ops = {
-	.established = on_established, .rejected = on_rejected, .ulpdu = qp_rx,
-	.writable = on_writable, .closed = on_closed,
+	.established = on_established, .rejected = on_rejected, .closed = on_closed,
 };
+
+struct uiw_ddp_stream *uiw_qp_stream(struct uiw_qp *qp)
+{
+	return &qp->ddp;
+}

@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* RDMAP receive (RFC 5040 §5, RFC 5041 §7): every segment is checked before a byte of it
- * is placed; a bad one is answered with the Terminate the RFCs name and nothing after it
- * is placed. */
+/* RDMAP receive (RFC 5040 §5): the segments the QP's DDP stream hands up. Every segment is
+ * checked before a byte of it is placed, RDMAP's rules here and DDP's by asking the stream
+ * (RFC 5041 §7), in the RFCs' order; a bad one is answered with the Terminate they name and
+ * nothing after it is placed. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rdmap_internal.h"
 
-/* Terminate error types (RFC 5040 §4.8). */
+/* RDMAP's Terminate error types (RFC 5040 §4.8); DDP's are in ddp_wire.h. */
 #define RDMAP_ET_PROT 1
 #define RDMAP_ET_OP 2
-#define DDP_ET_CATA 0
-#define DDP_ET_TAGGED 1
-#define DDP_ET_UNTAGGED 2
 
 static int term(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
 		const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
@@ -23,36 +21,38 @@ static int term(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
 	return 1;   /* nothing more from this stream is placed */
 }
 
-/* RFC 5041 §7.2 (tagged) and RFC 5040 §8 (access rights) for an RDMA Write. */
+/* A DDP error of this segment: RDMAP sends the Terminate (layer DDP). */
+static int ddp_term(struct uiw_qp *qp, uint8_t etype, uint8_t code, const struct uiw_mpa_ulpdu *u,
+		    const struct uiw_ddp_seg *s, const char *why)
+{
+	return term(qp, UIW_TERM_LAYER_DDP, etype, code, u, s, false, why);
+}
+
+/* RFC 5041 §7.1 (DDP's tagged checks) and RFC 5040 §8 (access rights) for an RDMA Write. */
 static int tagged_error(struct uiw_qp *qp, enum uiw_stag_check r, const struct uiw_mpa_ulpdu *u,
 			const struct uiw_ddp_seg *s)
 {
-	switch (r) {
-	case UIW_STAG_INVALID:
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x00, u, s, false, "Write to an invalid STag");
-	case UIW_STAG_BOUNDS:
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x01, u, s, false, "Write out of bounds");
-	case UIW_STAG_PD:
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x02, u, s, false, "Write to an STag of another PD");
-	case UIW_STAG_WRAP:
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x03, u, s, false, "Write TO wraps");
-	default:
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, 0x02, u, s, false, "Write without remote write access");
-	}
+	static const char *const why[] = {
+		[UIW_STAG_INVALID] = "Write to an invalid STag", [UIW_STAG_BOUNDS] = "Write out of bounds",
+		[UIW_STAG_PD] = "Write to an STag of another PD", [UIW_STAG_WRAP] = "Write TO wraps",
+	};
+
+	if (r == UIW_STAG_ACCESS)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, 0x02, u, s, false,
+			    "Write without remote write access");
+	return ddp_term(qp, UIW_DDP_ET_TAGGED, uiw_ddp_tagged_code(r), u, s, why[r]);
 }
 
 static int rx_write(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
 {
-	struct uiw_mr *mr;
+	struct uiw_sge dst;
 
 	if (s->len > 0) {
-		enum uiw_stag_check r = uiw_stag_check(qp->stags, s->stag, qp->pd, s->to, s->len,
-						       UIW_ACCESS_REMOTE_WRITE, &mr);
+		enum uiw_stag_check r = uiw_ddp_tagged_target(qp->stags, qp->pd, s,
+							      UIW_ACCESS_REMOTE_WRITE, &dst);
 
 		if (r != UIW_STAG_OK)
 			return tagged_error(qp, r, u, s);
-		struct uiw_sge dst = { mr->addr + (s->to - mr->va), s->len };
-
 		uiw_ddp_place(u, s->hdr_len, s->len, &dst, 1, 0);
 	}
 	if (s->last)
@@ -66,10 +66,12 @@ static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const 
 
 	if (uiw_ring_empty(&qp->orq_ring))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "Read Response with no Read outstanding");
-	if (s->stag != o->sink_stag)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x00, u, s, false, "Read Response to the wrong STag");
-	if (s->to != o->sink_to + o->placed || o->placed + (uint64_t)s->len > o->sink.len)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_TAGGED, 0x01, u, s, false, "Read Response out of bounds");
+	uint8_t code = uiw_ddp_tagged_window(s, o->sink_stag, o->sink_to + o->placed,
+					     o->sink.len - o->placed);
+
+	if (code != 0)
+		return ddp_term(qp, UIW_DDP_ET_TAGGED, code, u, s, code == UIW_DDP_TAG_INVALID_STAG
+				? "Read Response to the wrong STag" : "Read Response out of bounds");
 	uiw_ddp_place(u, s->hdr_len, s->len, &o->sink, 1, o->placed);
 	o->placed += s->len;
 	if (!s->last)
@@ -91,10 +93,6 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 		     uint8_t op)
 {
 	bool inv = op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV;
-	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV,
-			     .byte_len = qp->rx_mo, .qp_num = qp->qp_num, .with_inv = inv,
-			     .inv_stag = inv ? s->rsvd_ulp : 0,
-			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV };
 
 	if (inv) {
 		int rc = uiw_stag_invalidate(qp->stags, s->rsvd_ulp, qp->pd);
@@ -103,9 +101,12 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 			return term(qp, UIW_TERM_LAYER_RDMAP, rc == -EACCES ? RDMAP_ET_PROT : RDMAP_ET_OP,
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}
+	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV,
+			     .byte_len = uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND),
+			     .qp_num = qp->qp_num, .with_inv = inv, .inv_stag = inv ? s->rsvd_ulp : 0,
+			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV };
+
 	qp->rx_have_cur = false;
-	qp->rx_mo = 0;
-	qp->rx_send_msn++;
 	qp_count(qp, UIW_RDMAP_C_rx_send);
 	qp_cq_push(qp->rcq, &wc);
 	return 0;
@@ -114,13 +115,15 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
 		   uint8_t op)
 {
-	/* RFC 5041 §7.2: queue, MSN, MO, buffer, length, in that order. */
-	if (s->msn != qp->rx_send_msn)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x03, u, s, false, "Send with an unexpected MSN");
-	if (s->mo != qp->rx_mo)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Send with an unexpected MO");
+	/* RFC 5041 §7.2: queue (checked by rx_untagged), MSN, MO, buffer, length, in that
+	 * order. */
+	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_SEND, true);
+
+	if (code != 0)
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
+				? "Send with an unexpected MO" : "Send with an unexpected MSN");
 	if (!qp->rx_have_cur && uiw_ring_empty(qp->srq != NULL ? &qp->srq->ring : &qp->rq_ring))
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x02, u, s, false, "Send with no receive posted");
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s, "Send with no receive posted");
 	if ((op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) && s->mo == 0) {
 		/* Checked before the first octet is placed; done when the message is whole. */
 		const struct uiw_mr *mr = uiw_stag_find(qp->stags, s->rsvd_ulp);
@@ -133,15 +136,14 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 		qp_take_recv(qp);   /* the first segment claims the receive */
 	const struct uiw_recv_wr *r = &qp->rx_cur;
 
-	if (uiw_ddp_place(u, s->hdr_len, s->len, r->sg, r->nsge, qp->rx_mo) != 0) {
+	if (uiw_ddp_untagged_place(&qp->ddp, u, s, r->sg, r->nsge) != 0) {
 		struct uiw_wc wc = { .wr_id = r->wr_id, .status = UIW_WC_LOC_LEN_ERR, .op = UIW_WC_RECV,
 				     .qp_num = qp->qp_num };
 
 		qp->rx_have_cur = false;
 		qp_cq_push(qp->rcq, &wc);
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x05, u, s, false, "Send longer than the receive buffer");
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_TOO_LONG, u, s, "Send longer than the receive buffer");
 	}
-	qp->rx_mo += s->len;
 	return s->last ? send_done(qp, u, s, op) : 0;
 }
 
@@ -162,10 +164,11 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	struct uiw_rdmap_read_req rr;
 	struct uiw_mr *mr = NULL;
 
-	if (s->msn != qp->rx_rreq_msn)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x03, u, s, false, "Read Request with an unexpected MSN");
-	if (s->mo != 0)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x04, u, s, false, "Read Request with an MO");
+	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_READ_REQ, true);
+
+	if (code != 0)
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
+				? "Read Request with an MO" : "Read Request with an unexpected MSN");
 	if (!s->last || s->len != sizeof(rr))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, "Read Request of the wrong size");
 	if (uiw_ring_count(&qp->irq_ring) >= qp->ird)
@@ -186,7 +189,7 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	qp->irq[uiw_ring_push(&qp->irq_ring)] = (struct irq_entry){
 		.sink_stag = uiw_rdmap_rr_sink_stag(&rr), .sink_to = uiw_rdmap_rr_sink_to(&rr),
 		.src = { src, size } };
-	qp->rx_rreq_msn++;
+	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_READ_REQ);
 	qp_count(qp, UIW_RDMAP_C_rx_read_req);
 	qp_pump(qp);
 	return 0;
@@ -211,8 +214,8 @@ static int rx_term(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 	snprintf(why, sizeof(why), "Terminate received: layer %u etype %u code 0x%02x%s",
 		 qp->term_rx.layer, qp->term_rx.etype, t.code, siw ? " (siw bit order)" : "");
 	qp_error(qp, why);
-	if (qp->conn != NULL)
-		uiw_mpa_close(qp->conn);
+	if (qp->ddp.conn != NULL)
+		uiw_mpa_close(qp->ddp.conn);
 	return 1;
 }
 
@@ -224,8 +227,9 @@ static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 
 	if (op == UIW_RDMAP_WRITE || op == UIW_RDMAP_READ_RESP || op > UIW_RDMAP_TERMINATE)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "unexpected opcode");
-	if (s->qn != want_qn)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_UNTAGGED, 0x01, u, s, false, "invalid queue number");
+	/* RFC 5041 §7.2: the queue first; its MSN and MO when the message's handler asks. */
+	if (uiw_ddp_untagged_check(&qp->ddp, s, want_qn, false) != 0)
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_QN, u, s, "invalid queue number");
 	if (op == UIW_RDMAP_READ_REQ)
 		return rx_read_req(qp, u, s);
 	if (op == UIW_RDMAP_TERMINATE)
@@ -233,20 +237,19 @@ static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	return rx_send(qp, u, s, op);
 }
 
-int qp_rx(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+int qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *seg,
+	  enum uiw_ddp_parse pr)
 {
-	struct uiw_qp *qp = user;
-	struct uiw_ddp_seg s;
-	enum uiw_ddp_parse pr = uiw_ddp_parse(u, &s);
+	struct uiw_qp *qp = arg;
+	const struct uiw_ddp_seg s = *seg;
 
-	(void)c;
 	if (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING)
 		return 1;
 	if (pr == UIW_DDP_PARSE_SHORT)
-		return term(qp, UIW_TERM_LAYER_DDP, DDP_ET_CATA, 0x00, NULL, NULL, false, "segment shorter than its DDP header");
+		return ddp_term(qp, UIW_DDP_ET_CATA, 0x00, NULL, NULL, "segment shorter than its DDP header");
 	if (pr == UIW_DDP_PARSE_VERSION)
-		return term(qp, UIW_TERM_LAYER_DDP, s.tagged ? DDP_ET_TAGGED : DDP_ET_UNTAGGED,
-			    s.tagged ? 0x04 : 0x06, u, &s, false, "bad DDP version");
+		return ddp_term(qp, s.tagged ? UIW_DDP_ET_TAGGED : UIW_DDP_ET_UNTAGGED,
+				s.tagged ? UIW_DDP_TAG_VERSION : UIW_DDP_UNT_VERSION, u, &s, "bad DDP version");
 	if ((s.rdmap >> UIW_RDMAP_RV_SHIFT) != UIW_RDMAP_VERSION)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x05, u, &s, false, "bad RDMAP version");
 	uint8_t op = s.rdmap & UIW_RDMAP_OPCODE_MASK;

@@ -19,21 +19,21 @@ static int tx_sq(struct uiw_qp *qp, struct uiw_sq_entry *e)
 
 	switch (wr->op) {
 	case UIW_WR_WRITE:
-		return uiw_ddp_send_tagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_WRITE), wr->rkey,
-					   wr->remote_addr, wr->sg, wr->nsge);
+		return uiw_ddp_stream_send_tagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_WRITE), wr->rkey,
+						  wr->remote_addr, wr->sg, wr->nsge);
 	case UIW_WR_READ: {
 		struct uiw_rdmap_read_req rr;
 
 		uiw_rdmap_read_req_set(&rr, wr->sink_stag, wr->sink_to, wr->sg[0].len, wr->rkey,
 				       wr->remote_addr);
-		return uiw_ddp_send_untagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_READ_REQ), 0,
-					     UIW_DDP_QN_READ_REQ, qp->rreq_msn, &rr, sizeof(rr), NULL, 0);
+		return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_READ_REQ), 0,
+						    UIW_DDP_QN_READ_REQ, &rr, sizeof(rr), NULL, 0);
 	}
 	default:
-		return uiw_ddp_send_untagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(send_opcode[wr->op]),
-					     wr->op == UIW_WR_SEND_INV || wr->op == UIW_WR_SEND_SE_INV
-						     ? wr->inv_stag : 0,
-					     UIW_DDP_QN_SEND, qp->send_msn, NULL, 0, wr->sg, wr->nsge);
+		return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(send_opcode[wr->op]),
+						    wr->op == UIW_WR_SEND_INV || wr->op == UIW_WR_SEND_SE_INV
+							    ? wr->inv_stag : 0,
+						    UIW_DDP_QN_SEND, NULL, 0, wr->sg, wr->nsge);
 	}
 }
 
@@ -46,7 +46,6 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 
 		*o = (struct orq_entry){ .sq_idx = qp->sq.tx, .sink_stag = e->wr.sink_stag,
 					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0] };
-		qp->rreq_msn++;
 		qp_count(qp, UIW_RDMAP_C_tx_read_req);
 	} else {
 		/* Copied into mbufs: the buffer is the application's again. */
@@ -55,7 +54,6 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 		if (e->wr.op == UIW_WR_WRITE) {
 			qp_count(qp, UIW_RDMAP_C_tx_write);
 		} else {
-			qp->send_msn++;
 			qp_count(qp, UIW_RDMAP_C_tx_send);
 		}
 	}
@@ -67,15 +65,15 @@ static int tx_irq(struct uiw_qp *qp)
 {
 	const struct irq_entry *r = &qp->irq[uiw_ring_slot(&qp->irq_ring, qp->irq_ring.head)];
 
-	return uiw_ddp_send_tagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
+	return uiw_ddp_stream_send_tagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
 				   r->sink_stag, r->sink_to, &r->src, 1);
 }
 
 static int tx_term(struct uiw_qp *qp)
 {
-	/* RFC 5040 §5.6 / WIRE.md §1.6: QN 2, MSN 1, MO 0. */
-	return uiw_ddp_send_untagged(qp->conn, &qp->tx, uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0,
-				     UIW_DDP_QN_TERMINATE, 1, qp->term_body, qp->term_len, NULL, 0);
+	/* RFC 5040 §5.6 / WIRE.md §1.6: QN 2, MSN 1 (the stream's only Terminate), MO 0. */
+	return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0,
+					    UIW_DDP_QN_TERMINATE, qp->term_body, qp->term_len, NULL, 0);
 }
 
 /* Picks the next message: a Terminate first, then Read Responses (a burst at most while
@@ -111,8 +109,8 @@ static void finish(struct uiw_qp *qp, enum tx_kind kind)
 		qp->term_pending = false;
 		qp->state = UIW_QPS_ERROR;
 		qp_count(qp, UIW_RDMAP_C_term_tx);
-		if (qp->conn != NULL)
-			uiw_mpa_close(qp->conn);   /* RFC 5040 §5.6: the stream ends */
+		if (qp->ddp.conn != NULL)
+			uiw_mpa_close(qp->ddp.conn);   /* RFC 5040 §5.6: the stream ends */
 		break;
 	case TX_IDLE:
 		break;
@@ -147,14 +145,14 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 
 void qp_pump(struct uiw_qp *qp)
 {
-	while (qp->conn != NULL) {
+	while (qp->ddp.conn != NULL) {
 		if (qp->tx_kind == TX_IDLE) {
 			enum tx_kind k = pick(qp);
 
 			if (k == TX_SQ && !sq_check(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask]))
 				return;   /* Terminated: the pump ran again from there */
 			qp->tx_kind = k;
-			qp->tx.off = 0;
+			qp->ddp.tx.off = 0;
 			if (qp->tx_kind == TX_IDLE)
 				return;
 		}

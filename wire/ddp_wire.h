@@ -19,6 +19,22 @@
 /* The second byte belongs to the ULP (RFC 5041 §4.2): DDP carries it and never reads it.
  * RDMAP's meaning of it, and of the untagged queue numbers, is in rdmap_wire.h. */
 
+/* Terminate error types and codes for DDP (RFC 5040 §4.8 layer 1, RFC 5041 §7.1-7.2). */
+#define UIW_DDP_ET_CATA 0
+#define UIW_DDP_ET_TAGGED 1
+#define UIW_DDP_ET_UNTAGGED 2
+#define UIW_DDP_TAG_INVALID_STAG 0x00
+#define UIW_DDP_TAG_BOUNDS 0x01
+#define UIW_DDP_TAG_STAG_STREAM 0x02    /* STag not associated with this stream */
+#define UIW_DDP_TAG_TO_WRAP 0x03
+#define UIW_DDP_TAG_VERSION 0x04
+#define UIW_DDP_UNT_QN 0x01
+#define UIW_DDP_UNT_NO_BUFFER 0x02      /* invalid MSN: no buffer available */
+#define UIW_DDP_UNT_MSN_RANGE 0x03
+#define UIW_DDP_UNT_MO 0x04
+#define UIW_DDP_UNT_TOO_LONG 0x05       /* message too long for the buffer */
+#define UIW_DDP_UNT_VERSION 0x06
+
 struct uiw_ddp_tagged {
 	uint8_t ctrl;
 	uint8_t rdmap;

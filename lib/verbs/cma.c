@@ -136,19 +136,15 @@ static void cm_rejected(void *user, struct uiw_mpa_conn *conn, const uint8_t *pd
 	queue_event(c, RDMA_CM_EVENT_REJECTED, ECONNREFUSED, pd, len, NULL);
 }
 
+/* ULPDUs reach the id only on a connection without a QP: a QP binds its DDP stream as the
+ * data path when the connection is established (MPA -> DDP -> RDMAP), and the id is not on
+ * that path. */
 static int cm_ulpdu(void *user, struct uiw_mpa_conn *conn, const struct uiw_mpa_ulpdu *u)
 {
-	struct uiw_qp *qp = core_of(user);
-
-	return qp != NULL ? uiw_qp_mpa_ops.ulpdu(qp, conn, u) : 1;
-}
-
-static void cm_writable(void *user, struct uiw_mpa_conn *conn)
-{
-	struct uiw_qp *qp = core_of(user);
-
-	if (qp != NULL)
-		uiw_qp_mpa_ops.writable(qp, conn);
+	(void)user;
+	(void)conn;
+	(void)u;
+	return 1;
 }
 
 static void cm_closed(void *user, struct uiw_mpa_conn *conn, int err)
@@ -174,7 +170,7 @@ static void cm_closed(void *user, struct uiw_mpa_conn *conn, int err)
 
 static const struct uiw_mpa_ops cm_ops = {
 	.request = cm_request, .established = cm_established, .rejected = cm_rejected,
-	.ulpdu = cm_ulpdu, .writable = cm_writable, .closed = cm_closed,
+	.ulpdu = cm_ulpdu, .closed = cm_closed,
 };
 
 static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mpa_rr_info *q)
@@ -293,8 +289,12 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 
 	if (c->state == CM_LISTEN && c->dev != NULL)
 		uiw_mpa_unlisten(c->dev->mpa, c->port);
-	if (id->qp != NULL)
+	if (id->qp != NULL) {
 		((struct uiw_qp_v *)id->qp)->cm = NULL;   /* the QP outlives the id */
+		/* ...but not its connection, which closes below without telling anyone. */
+		if (c->conn != NULL)
+			uiw_qp_detach(uiw_verbs_qp_core(id->qp));
+	}
 	/*
 	 * A connection still up is closed, not reset: what was already handed to TCP (the last
 	 * Send a program waited for before tearing down, say) still reaches the peer, then our

@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct uiw_mpa_iov pieces[3] = { { copy, a }, { copy + a, b - a }, { copy + b, len - b } };
 		struct uiw_mpa_ulpdu u = { .len = len, .npieces = 3, .pieces = pieces };
 
-		uiw_qp_mpa_ops.ulpdu(r.qp, NULL, &u);
+		uiw_ddp_mpa_ulp.ulpdu(uiw_qp_stream(r.qp), NULL, &u);   /* MPA -> DDP -> RDMAP */
 		free(copy);
 		off += len;
 	}

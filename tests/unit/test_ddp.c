@@ -75,6 +75,96 @@ START_TEST(lkey_checks)
 }
 END_TEST
 
+/* The stream's untagged sequencing (RFC 5041 §5.3, §7.2): MSNs from 1 (2 after an RTR),
+ * each segment at the queue's MO, and the codes in the RFC's order; tagged windows. */
+struct seen {
+	unsigned n;
+	enum uiw_ddp_parse pr;
+	struct uiw_ddp_seg s;
+};
+
+static int seen_segment(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+			enum uiw_ddp_parse pr)
+{
+	struct seen *w = arg;
+
+	(void)u;
+	w->n++;
+	w->pr = pr;
+	w->s = *s;
+	return 0;
+}
+
+static const struct uiw_ddp_ulp seen_ulp = { .segment = seen_segment };
+
+static struct uiw_ddp_seg untagged_seg(struct uiw_ddp_stream *st, struct seen *w, uint32_t qn,
+				       uint32_t msn, uint32_t mo, uint8_t *buf, uint32_t len)
+{
+	struct uiw_ddp_untagged h;
+	struct uiw_mpa_iov iov[2] = { { &h, sizeof(h) }, { buf, len } };
+	struct uiw_mpa_ulpdu u = { .len = (uint32_t)sizeof(h) + len, .npieces = 2, .pieces = iov };
+
+	uiw_ddp_untagged_set(&h, UIW_DDP_VERSION, 0x43, 0, qn, msn, mo);
+	ck_assert_int_eq(uiw_ddp_mpa_ulp.ulpdu(st, NULL, &u), 0);
+	ck_assert_int_eq(w->pr, UIW_DDP_PARSE_OK);
+	return w->s;
+}
+
+START_TEST(stream_sequencing)
+{
+	struct uiw_ddp_stream st;
+	struct seen w = { 0 };
+	uint8_t data[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, dst[12] = { 0 };
+	struct uiw_sge sg = { dst, sizeof(dst) };
+	struct uiw_mpa_iov iov[2] = { { NULL, 18 }, { data, 8 } };
+	struct uiw_mpa_ulpdu u = { .len = 26, .npieces = 2, .pieces = iov };
+	struct uiw_ddp_untagged h;
+
+	uiw_ddp_stream_init(&st, 3, &seen_ulp, &w);
+	uiw_ddp_stream_attach(&st, NULL);
+	uiw_ddp_stream_rtr(&st, 1, false);   /* the peer's Read RTR used MSN 1 of queue 1 */
+	struct uiw_ddp_seg s = untagged_seg(&st, &w, 0, 1, 0, data, 8);
+
+	ck_assert_uint_eq(w.n, 1);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 1, true), UIW_DDP_UNT_QN);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 0, true), 0);
+	uiw_ddp_untagged_set(&h, UIW_DDP_VERSION, 0x43, 0, 0, 1, 0);
+	iov[0].base = &h;
+	ck_assert_int_eq(uiw_ddp_untagged_place(&st, &u, &s, &sg, 1), 0);
+	ck_assert_mem_eq(dst, data, 8);
+	/* The next segment must carry MO 8; 4 more octets fit, 8 do not. */
+	s = untagged_seg(&st, &w, 0, 1, 0, data, 8);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 0, true), UIW_DDP_UNT_MO);
+	s = untagged_seg(&st, &w, 0, 1, 8, data, 8);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 0, true), 0);
+	ck_assert_int_eq(uiw_ddp_untagged_place(&st, &u, &s, &sg, 1), -1);
+	ck_assert_uint_eq(uiw_ddp_untagged_done(&st, 0), 8);
+	s = untagged_seg(&st, &w, 0, 1, 0, data, 8);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 0, true), UIW_DDP_UNT_MSN_RANGE);
+	s = untagged_seg(&st, &w, 0, 2, 0, data, 8);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 0, true), 0);
+	/* Queue 1 starts at MSN 2 after the RTR; MSN/MO are not asked of a Terminate. */
+	s = untagged_seg(&st, &w, 1, 1, 0, data, 0);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 1, true), UIW_DDP_UNT_MSN_RANGE);
+	s = untagged_seg(&st, &w, 1, 2, 0, data, 0);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 1, true), 0);
+	s = untagged_seg(&st, &w, 2, 9, 4, data, 0);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 2, false), 0);
+	s = untagged_seg(&st, &w, 3, 1, 0, data, 0);
+	ck_assert_uint_eq(uiw_ddp_untagged_check(&st, &s, 3, false), UIW_DDP_UNT_QN);
+	/* A tagged segment into an expected window: the STag, then TO and room. */
+	struct uiw_ddp_seg t = { .tagged = true, .stag = 0x1234, .to = 0x100, .len = 16 };
+
+	ck_assert_uint_eq(uiw_ddp_tagged_window(&t, 0x1234, 0x100, 16), 0);
+	ck_assert_uint_eq(uiw_ddp_tagged_window(&t, 0x1235, 0x100, 16), UIW_DDP_TAG_INVALID_STAG);
+	ck_assert_uint_eq(uiw_ddp_tagged_window(&t, 0x1234, 0x101, 16), UIW_DDP_TAG_BOUNDS);
+	ck_assert_uint_eq(uiw_ddp_tagged_window(&t, 0x1234, 0x100, 15), UIW_DDP_TAG_BOUNDS);
+	ck_assert_uint_eq(uiw_ddp_tagged_code(UIW_STAG_PD), UIW_DDP_TAG_STAG_STREAM);
+	ck_assert_uint_eq(uiw_ddp_tagged_code(UIW_STAG_WRAP), UIW_DDP_TAG_TO_WRAP);
+	ck_assert_uint_eq(w.n, 9);
+}
+END_TEST
+
 START_TEST(stag_table_fills_and_indexes_differ)
 {
 	struct uiw_mr *all[16];
@@ -356,6 +446,7 @@ int main(void)
 
 	tcase_add_test(tc, stag_checks);
 	tcase_add_test(tc, lkey_checks);
+	tcase_add_test(tc, stream_sequencing);
 	tcase_add_test(tc, stag_table_fills_and_indexes_differ);
 	tcase_add_test(tc, parse_truncations_and_version);
 	tcase_add_test(tc, place_across_sges);
