@@ -14,12 +14,12 @@
 #include <rte_eal.h>
 
 #include "demo_rdma.h"
+#include "instance.h"
 #include "pcapw.h"
-#include "net.h"
 #include "trace.h"
 #include "uiw_config.h"
 #include "uiw_log.h"
-#include "uiw_port.h"
+#include "uiw_stack.h"
 #include "uiw_time.h"
 
 #define DEMO_IP_A 0x0a000001u /* 10.0.0.1 */
@@ -47,7 +47,7 @@ static void on_reply(void *arg, uint32_t src, uint16_t id, uint16_t seq, const s
 }
 
 /* Polls both instances until @p p has its reply or @p timeout_ns passes. */
-static int wait_reply(struct uiw_net *a, struct uiw_net *b, struct pinger *p, unsigned want,
+static int wait_reply(struct uiw_stack *a, struct uiw_stack *b, struct pinger *p, unsigned want,
 		      uint64_t timeout_ns)
 {
 	uint64_t end = uiw_now_ns() + timeout_ns;
@@ -57,13 +57,13 @@ static int wait_reply(struct uiw_net *a, struct uiw_net *b, struct pinger *p, un
 
 		if (now > end)
 			return -1;
-		uiw_net_poll(a, now);
-		uiw_net_poll(b, now);
+		uiw_stack_poll(a, now);
+		uiw_stack_poll(b, now);
 	}
 	return 0;
 }
 
-static int ping_round(struct uiw_net *from, struct uiw_net *a, struct uiw_net *b,
+static int ping_round(struct uiw_net *from, struct uiw_stack *a, struct uiw_stack *b,
 		      struct pinger *p, uint32_t dst, unsigned count)
 {
 	for (unsigned seq = 1; seq <= count; seq++) {
@@ -78,25 +78,29 @@ static int ping_round(struct uiw_net *from, struct uiw_net *a, struct uiw_net *b
 	return 0;
 }
 
-static int open_instance(struct uiw_port *port, struct uiw_net *net, uint16_t port_id,
-			 const struct uiw_config *base, uint32_t ip, uint8_t mac_last)
+/* An instance on one end of the ring pair, started only once its port is traced. */
+static int open_instance(struct uiw_stack *s, uint16_t port_id, const struct uiw_config *base,
+			 uint32_t ip, uint8_t mac_last)
 {
+	const struct uiw_stack_opts o = { .top = UIW_STACK_MPA, .port_id = port_id, .defer_start = true };
 	struct uiw_config cfg = *base;
+	char err[256];
 
 	cfg.ip = ip;
 	cfg.prefix_len = 24;
 	cfg.mac_set = true;
 	memcpy(cfg.mac, (const uint8_t[]){ 0x02, 0x75, 0x69, 0x77, 0x00, mac_last }, 6);
-	if (uiw_port_open_ethdev(port, port_id, &cfg) != 0)
+	if (uiw_stack_open(s, &cfg, &o, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
 		return -1;
-	uiw_net_init(net, port, &cfg);
+	}
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static struct uiw_net net_a, net_b; /* large: ARP tables */
-	struct uiw_port port_a, port_b;
+	static struct uiw_stack sa, sb; /* large: ARP tables */
+	struct uiw_net *net_a = &sa.net, *net_b = &sb.net;
 	struct app_trace trace_a, trace_b;
 	struct pinger pa = { "A", 0, 0x0a01, 0, 0 }, pb = { "B", 0, 0x0b02, 0, 0 };
 	struct uiw_config cfg;
@@ -133,50 +137,48 @@ int main(int argc, char **argv)
 		return 1;
 	printf("uiwarp demo: two stack instances joined by a DPDK ring pair in one process\n");
 	if (uiw_port_ringpair_create("demo", &id_a, &id_b) != 0 ||
-	    open_instance(&port_a, &net_a, id_a, &cfg, DEMO_IP_A, 1) != 0 ||
-	    open_instance(&port_b, &net_b, id_b, &cfg, DEMO_IP_B, 2) != 0)
+	    open_instance(&sa, id_a, &cfg, DEMO_IP_A, 1) != 0 ||
+	    open_instance(&sb, id_b, &cfg, DEMO_IP_B, 2) != 0)
 		return 1;
-	net_a.on_echo_reply = on_reply;
-	net_a.cb_arg = &pa;
-	net_b.on_echo_reply = on_reply;
-	net_b.cb_arg = &pb;
-	app_trace_attach(&trace_a, &port_a, "A 10.0.0.1 ->");
-	app_trace_attach(&trace_b, &port_b, "B 10.0.0.2 ->");
+	net_a->on_echo_reply = on_reply;
+	net_a->cb_arg = &pa;
+	net_b->on_echo_reply = on_reply;
+	net_b->cb_arg = &pb;
+	app_trace_attach(&trace_a, &sa.port, "A 10.0.0.1 ->");
+	app_trace_attach(&trace_b, &sb.port, "B 10.0.0.2 ->");
 	if (pcap_path != NULL) {
 		pcap = app_pcap_open(pcap_path);
 		if (pcap == NULL) {
 			perror(pcap_path);
 			return 1;
 		}
-		app_pcap_attach(&pcap_a, &port_a, pcap);
-		app_pcap_attach(&pcap_b, &port_b, pcap);
+		app_pcap_attach(&pcap_a, &sa.port, pcap);
+		app_pcap_attach(&pcap_b, &sb.port, pcap);
 	}
 
 	printf("\n-- both announce their address (gratuitous ARP)\n");
-	uiw_net_start(&net_a, uiw_now_ns());
-	uiw_net_start(&net_b, uiw_now_ns());
-	uiw_net_poll(&net_a, uiw_now_ns());
-	uiw_net_poll(&net_b, uiw_now_ns());
-	uiw_net_poll(&net_a, uiw_now_ns());
+	uiw_stack_start(&sa);
+	uiw_stack_start(&sb);
+	uiw_stack_poll(&sa, uiw_now_ns());
+	uiw_stack_poll(&sb, uiw_now_ns());
+	uiw_stack_poll(&sa, uiw_now_ns());
 	printf("\n-- A pings B %u times: the first echo waits for ARP to resolve B\n", count);
-	rc = ping_round(&net_a, &net_a, &net_b, &pa, DEMO_IP_B, count);
+	rc = ping_round(net_a, &sa, &sb, &pa, DEMO_IP_B, count);
 	if (rc == 0) {
 		printf("\n-- B pings A %u times: B learnt A from A's request, so no ARP\n", count);
-		rc = ping_round(&net_b, &net_a, &net_b, &pb, DEMO_IP_A, count);
+		rc = ping_round(net_b, &sa, &sb, &pb, DEMO_IP_A, count);
 	}
-	int rdma = rc == 0 ? demo_rdma(&net_a, &net_b, &cfg) : -1;
+	int rdma = rc == 0 ? demo_rdma(&sa, &sb, &cfg) : -1;
 
 	printf("\n");
-	app_print_counters("A", &port_a, &net_a);
-	app_print_counters("B", &port_b, &net_b);
+	app_print_counters("A", &sa);
+	app_print_counters("B", &sb);
 	printf("\n%s: %u/%u echoes answered A->B, %u/%u B->A; iWARP operations %s\n",
 	       rc == 0 && rdma == 0 ? "PASS" : "FAIL", pa.replies, count, pb.replies, count,
 	       rdma == 0 ? "all as expected" : "FAILED");
 	rc = rc == 0 && rdma == 0 ? 0 : -1;
-	uiw_net_fini(&net_a);
-	uiw_net_fini(&net_b);
-	uiw_port_close(&port_a);
-	uiw_port_close(&port_b);
+	uiw_stack_close(&sa);
+	uiw_stack_close(&sb);
 	if (pcap != NULL)
 		fclose(pcap);
 	rte_eal_cleanup();

@@ -21,9 +21,7 @@
 
 struct end {
 	const char *name;
-	struct uiw_net *net;
-	struct uiw_tcp *tcp;
-	struct uiw_mpa *mpa;
+	struct uiw_stack *s;
 	struct uiw_stag_table stags;
 	struct uiw_cq scq, rcq;
 	struct uiw_qp *qp;
@@ -82,24 +80,20 @@ static void poll_both(void)
 {
 	uint64_t now = uiw_now_ns();
 
-	uiw_tcp_poll(A.tcp, now);
-	uiw_tcp_poll(B.tcp, now);
-	uiw_mpa_run(A.mpa, now);
-	uiw_mpa_run(B.mpa, now);
+	uiw_stack_poll(A.s, now);
+	uiw_stack_poll(B.s, now);
 }
 
-static int end_open(struct end *e, struct uiw_net *net, const struct uiw_config *cfg, uint32_t qpn)
+static int end_open(struct end *e, struct uiw_stack *s, uint32_t qpn)
 {
 	struct uiw_qp_attr a = { .qp_num = qpn, .pd = 1, .sq_size = 64, .rq_size = 64,
 				 .send_cq = &e->scq, .recv_cq = &e->rcq, .stags = &e->stags,
 				 .events = &events, .event_arg = e };
 	unsigned rights = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ;
 
-	e->net = net;
+	e->s = s;
 	e->buf = calloc(1, BUF);
-	if (e->buf == NULL || uiw_tcp_create(&e->tcp, net, cfg) != 0 ||
-	    uiw_mpa_create(&e->mpa, e->tcp, net->port->pool) != 0 ||
-	    uiw_stag_table_init(&e->stags, 16) != 0 || uiw_cq_init(&e->scq, 64) != 0 ||
+	if (e->buf == NULL || uiw_stag_table_init(&e->stags, 16) != 0 || uiw_cq_init(&e->scq, 64) != 0 ||
 	    uiw_cq_init(&e->rcq, 64) != 0 || uiw_qp_create(&e->qp, &a) != 0)
 		return -1;
 	e->rcq.notify = on_notify;
@@ -115,8 +109,6 @@ static int end_open(struct end *e, struct uiw_net *net, const struct uiw_config 
 static void end_close(struct end *e)
 {
 	uiw_qp_destroy(e->qp);
-	uiw_mpa_destroy(e->mpa);
-	uiw_tcp_destroy(e->tcp);
 	uiw_cq_fini(&e->scq);
 	uiw_cq_fini(&e->rcq);
 	uiw_stag_table_fini(&e->stags);
@@ -264,21 +256,21 @@ static void run_ops(void)
 	do_terminate();
 }
 
-int demo_rdma(struct uiw_net *a, struct uiw_net *b, const struct uiw_config *cfg)
+int demo_rdma(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg)
 {
 	struct uiw_mpa_params p;
 	struct uiw_mpa_conn *c;
 	uint64_t end;
 
-	if (end_open(&A, a, cfg, 1) != 0 || end_open(&B, b, cfg, 2) != 0) {
+	if (end_open(&A, a, 1) != 0 || end_open(&B, b, 2) != 0) {
 		printf("cannot set up the RDMA part\n");
 		return -1;
 	}
 	uiw_mpa_params_from_config(&p, cfg);
 	p.first_delay_us = 0;
 	printf("\n-- A connects to B port %u: TCP handshake, MPA Request and Reply (IRD/ORD, CRC)\n", PORT);
-	if (uiw_mpa_listen(B.mpa, PORT, 4, &p, &listen_ops, &p) != 0 ||
-	    uiw_mpa_connect(A.mpa, b->ip, PORT, &p, &uiw_qp_mpa_ops, A.qp, uiw_now_ns(), &c) != 0)
+	if (uiw_mpa_listen(B.s->mpa, PORT, 4, &p, &listen_ops, &p) != 0 ||
+	    uiw_mpa_connect(A.s->mpa, b->net.ip, PORT, &p, &uiw_qp_mpa_ops, A.qp, uiw_now_ns(), &c) != 0)
 		return -1;
 	for (end = uiw_now_ns() + 2 * UIW_NS_PER_S; !(A.up && B.up) && uiw_now_ns() < end;)
 		poll_both();

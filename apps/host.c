@@ -13,11 +13,11 @@
 #include <arpa/inet.h>
 #include <rte_eal.h>
 
-#include "net.h"
+#include "instance.h"
 #include "trace.h"
 #include "uiw_config.h"
 #include "uiw_log.h"
-#include "uiw_port.h"
+#include "uiw_stack.h"
 #include "uiw_time.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -151,7 +151,7 @@ bad_config:
 	return -1;
 }
 
-static void run(struct uiw_net *net, const struct opts *o, struct ping_state *ps)
+static void run(struct uiw_stack *s, const struct opts *o, struct ping_state *ps)
 {
 	uint64_t start = uiw_now_ns(), last_rx = start, next_ping = start;
 	uint64_t end = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : UINT64_MAX;
@@ -159,13 +159,13 @@ static void run(struct uiw_net *net, const struct opts *o, struct ping_state *ps
 	while (!stop_requested) {
 		uint64_t now = uiw_now_ns();
 
-		if (uiw_net_poll(net, now) > 0)
+		if (uiw_stack_poll(s, now) > 0)
 			last_rx = now;
 		if (o->ping_ip != 0 && ps->sent < o->ping_count && now >= next_ping) {
 			ps->sent++;
 			ps->sent_at[ps->sent] = now;
-			uiw_net_ping(net, o->ping_ip, ps->id, (uint16_t)ps->sent, 56, now);
-			uiw_port_flush(net->port);
+			uiw_net_ping(&s->net, o->ping_ip, ps->id, (uint16_t)ps->sent, 56, now);
+			uiw_port_flush(&s->port);
 			next_ping = now + (uint64_t)o->ping_interval_ms * UIW_NS_PER_MS;
 		}
 		if (now >= end)
@@ -180,46 +180,47 @@ static void run(struct uiw_net *net, const struct opts *o, struct ping_state *ps
 
 int main(int argc, char **argv)
 {
-	static struct uiw_net net;
+	static struct uiw_stack s;   /* large: ARP tables */
 	static struct ping_state ps;
 	struct opts o = { 0, 0, 0, 5, 200, 0, NULL, 10000 };
 	struct uiw_config cfg;
-	struct uiw_port port;
 	struct app_trace trace;
-	char ip[16];
+	char ip[16], err[512];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (parse_args(argc, argv, &cfg, &o) != 0)
 		return 2;
 	uiw_log_level_set(cfg.log_level);
-	if (uiw_eal_init(&cfg, argv[0]) != 0 || uiw_port_open(&port, &cfg) != 0)
+	const struct uiw_stack_opts so = { .top = UIW_STACK_NET, .port_id = UIW_STACK_PORT_CONFIG,
+					   .link_wait_ms = o.link_wait_ms, .defer_start = true };
+
+	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	uiw_net_init(&net, &port, &cfg);
+	if (uiw_stack_open(&s, &cfg, &so, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
 	ps.id = (uint16_t)(0x5500 | (cfg.ip & 0xff));
-	net.on_echo_reply = on_reply;
-	net.cb_arg = &ps;
+	s.net.on_echo_reply = on_reply;
+	s.net.cb_arg = &ps;
 	if (o.trace)
-		app_trace_attach(&trace, &port, "->");
+		app_trace_attach(&trace, &s.port, "->");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (uiw_port_wait_link(&port, o.link_wait_ms) != 0)
-		UIW_WARN("port %s: link still down after %u ms; going on", port.name, o.link_wait_ms);
 	printf("uiwarp-host: %s/%u on %s, MAC " RTE_ETHER_ADDR_PRT_FMT "\n", uiw_ip_str(cfg.ip, ip),
-	       cfg.prefix_len, port.name, RTE_ETHER_ADDR_BYTES(&port.mac));
-	uiw_net_start(&net, uiw_now_ns());
-	uiw_port_flush(&port);
+	       cfg.prefix_len, s.port.name, RTE_ETHER_ADDR_BYTES(&s.port.mac));
+	uiw_stack_start(&s);
 	if (o.ready_file != NULL) {
 		FILE *f = fopen(o.ready_file, "w");
 
 		if (f != NULL)
 			fclose(f);
 	}
-	run(&net, &o, &ps);
-	app_print_counters("uiwarp-host", &port, &net);
+	run(&s, &o, &ps);
+	app_print_counters("uiwarp-host", &s);
 	if (o.ping_ip != 0)
 		printf("ping: %u sent, %u replies\n", ps.sent, ps.replies);
-	uiw_net_fini(&net);
-	uiw_port_close(&port);
+	uiw_stack_close(&s);
 	rte_eal_cleanup();
 	return o.ping_ip != 0 && ps.replies < ps.sent ? 1 : 0;
 }

@@ -2,75 +2,42 @@
 #include "instance.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
 #include "uiw_log.h"
 #include "uiw_time.h"
 
-int app_instance_open(struct app_instance *ai, const struct uiw_config *cfg, uint16_t port_id,
-		      unsigned link_wait_ms)
+int app_stack_open(struct uiw_stack *s, const struct uiw_config *cfg, enum uiw_stack_top top,
+		   unsigned link_wait_ms)
 {
-	char err[256];
-	int rc;
+	const struct uiw_stack_opts o = { .top = top, .port_id = UIW_STACK_PORT_CONFIG,
+					  .link_wait_ms = link_wait_ms };
+	char err[512];
+	int rc = uiw_stack_open(s, cfg, &o, err, sizeof(err));
 
-	memset(ai, 0, sizeof(*ai));
-	ai->cfg = *cfg;
-	rc = port_id == UINT16_MAX ? uiw_port_open(&ai->port, cfg)
-				   : uiw_port_open_ethdev(&ai->port, port_id, cfg);
 	if (rc != 0)
-		return -1;
-	if (uiw_fault_attach(&ai->port, &ai->fault, cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "configuration: %s\n", err);
-		uiw_port_close(&ai->port);
-		return -1;
-	}
-	if (uiw_port_wait_link(&ai->port, link_wait_ms) != 0)
-		UIW_WARN("port %s: link still down after %u ms; going on", ai->port.name, link_wait_ms);
-	uiw_net_init(&ai->net, &ai->port, cfg);
-	if (uiw_tcp_create(&ai->tcp, &ai->net, cfg) != 0) {
-		fprintf(stderr, "cannot create the TCP engine (tcp_max_conns %u)\n", cfg->tcp_max_conns);
-		uiw_port_close(&ai->port);
-		return -1;
-	}
-	uiw_net_start(&ai->net, uiw_now_ns());
-	uiw_port_flush(&ai->port);
-	return 0;
+		fprintf(stderr, "%s%s\n", rc == -EINVAL ? "configuration: " : "", err);
+	return rc != 0 ? -1 : 0;
 }
 
-int app_open_pair(const struct uiw_config *cfg, struct app_instance *a, struct app_instance *b,
-		  const char *name)
+int app_stack_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
+		   enum uiw_stack_top top, const char *name)
 {
-	struct uiw_config ca = *cfg, cb = *cfg;
-	uint16_t ida, idb;
+	char err[512];
+	int rc = uiw_stack_open_pair(a, b, cfg, top, name, err, sizeof(err));
 
-	ca.ip = APP_PAIR_IP_A;
-	cb.ip = APP_PAIR_IP_B;
-	ca.prefix_len = cb.prefix_len = 24;
-	if (uiw_port_ringpair_create(name, &ida, &idb) != 0 ||
-	    app_instance_open(a, &ca, ida, 0) != 0 || app_instance_open(b, &cb, idb, 0) != 0)
-		return -1;
-	return 0;
+	if (rc != 0)
+		fprintf(stderr, "%s%s\n", rc == -EINVAL ? "configuration: " : "", err);
+	return rc != 0 ? -1 : 0;
 }
 
-void app_instance_close(struct app_instance *ai)
+void app_print_counters(const char *title, struct uiw_stack *s)
 {
-	uiw_tcp_destroy(ai->tcp);
-	ai->tcp = NULL;
-	uiw_net_fini(&ai->net);
-	uiw_port_close(&ai->port);
-}
-
-void app_instance_print_counters(struct app_instance *ai, const char *title)
-{
-	app_print_counters(title, &ai->port, &ai->net);
-	if (ai->tcp != NULL)
-		uiw_counters_print(stdout, "tcp", uiw_tcp_counter_desc, uiw_tcp_counters(ai->tcp),
-				   UIW_TCP_C__COUNT, true);
-	if (ai->port.fault != NULL)
-		uiw_fault_print(stdout, &ai->fault);
+	printf("counters of %s (non-zero):\n", title);
+	uiw_stack_print_counters(stdout, s);
 }
 
 int app_load_config(struct uiw_config *cfg, int *argc, char **argv)

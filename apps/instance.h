@@ -1,43 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* One stack instance for the tools: port (with optional faults), lower half, TCP. */
+/* What the tools share: their stack instances (uiw_stack) opened with the error printed,
+ * configuration loading, and the mode options. */
 #ifndef UIW_APP_INSTANCE_H
 #define UIW_APP_INSTANCE_H
 
 #include <getopt.h>
 
-#include "net.h"
-#include "tcp.h"
 #include "uiw_config.h"
-#include "uiw_fault.h"
-#include "uiw_port.h"
+#include "uiw_stack.h"
 
-struct app_instance {
-	struct uiw_config cfg;
-	struct uiw_port port;
-	struct uiw_fault fault;
-	struct uiw_net net;
-	struct uiw_tcp *tcp;
-};
+/** uiw_stack_open() on the configuration's port, built to @p top, waiting up to
+ *  @p link_wait_ms for the link. @return 0, or -1 after printing why. */
+int app_stack_open(struct uiw_stack *s, const struct uiw_config *cfg, enum uiw_stack_top top,
+		   unsigned link_wait_ms);
 
-/**
- * Brings up the port @p cfg names (or the ethdev @p port_id when it is not UINT16_MAX),
- * attaches the configured faults, waits up to @p link_wait_ms for the link, and creates
- * the lower half and TCP. @return 0, or -1 after printing why.
- */
-int app_instance_open(struct app_instance *ai, const struct uiw_config *cfg, uint16_t port_id,
-		      unsigned link_wait_ms);
+/** uiw_stack_open_pair(): two instances on a ring pair named @p name, at
+ *  UIW_STACK_PAIR_IP_A and _B. @return 0, or -1 after printing why. */
+int app_stack_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
+		   enum uiw_stack_top top, const char *name);
 
-#define APP_PAIR_IP_A 0x0a000001u   /* 10.0.0.1 */
-#define APP_PAIR_IP_B 0x0a000002u   /* 10.0.0.2 */
-
-/** Two instances joined by a ring pair named @p name, at APP_PAIR_IP_A and _B. */
-int app_open_pair(const struct uiw_config *cfg, struct app_instance *a, struct app_instance *b,
-		  const char *name);
-
-void app_instance_close(struct app_instance *ai);
-
-/** Prints the non-zero counters of every layer of the instance. */
-void app_instance_print_counters(struct app_instance *ai, const char *title);
+/** Prints the non-zero counters of every layer of the instance under @p title. */
+void app_print_counters(const char *title, struct uiw_stack *s);
 
 /**
  * Loads the configuration for a tool: defaults, $UIWARP_CONF, $UIWARP_CONFIG, then each

@@ -261,8 +261,7 @@ static bool side_ok(const struct side *s)
 }
 
 struct run {
-	struct app_instance a, b;
-	struct uiw_mpa *ma, *mb;
+	struct uiw_stack a, b;
 	const struct opts *o;
 };
 
@@ -270,12 +269,9 @@ static void poll_all(struct run *r)
 {
 	uint64_t now = uiw_now_ns();
 
-	uiw_tcp_poll(r->a.tcp, now);
+	uiw_stack_poll(&r->a, now);
 	if (r->o->m.pair)
-		uiw_tcp_poll(r->b.tcp, now);
-	uiw_mpa_run(r->ma, now);
-	if (r->mb != NULL)
-		uiw_mpa_run(r->mb, now);
+		uiw_stack_poll(&r->b, now);
 }
 
 /* One connection: the client side (pair or --connect) and/or the server side. */
@@ -285,9 +281,9 @@ static bool one_round(struct run *r, struct side *cli, struct side *srv, unsigne
 	uint64_t end = uiw_now_ns() + (uint64_t)o->timeout_ms * UIW_NS_PER_MS;
 
 	if (cli != NULL) {
-		uint32_t ip = o->m.pair ? APP_PAIR_IP_B : o->m.connect_ip;
+		uint32_t ip = o->m.pair ? UIW_STACK_PAIR_IP_B : o->m.connect_ip;
 		uint16_t port = o->m.pair ? 7174 : o->m.connect_port;
-		int rc = uiw_mpa_connect(r->ma, ip, port, &cli->p, &side_ops, cli, uiw_now_ns(), &cli->c);
+		int rc = uiw_mpa_connect(r->a.mpa, ip, port, &cli->p, &side_ops, cli, uiw_now_ns(), &cli->c);
 
 		if (rc != 0) {
 			printf("%s: connect: %s\n", cli->name, strerror(-rc));
@@ -314,11 +310,8 @@ static int open_all(struct run *r, const struct uiw_config *cfg, FILE **pcap)
 	static struct app_pcap pa, pb;
 	const struct opts *o = r->o;
 
-	if (o->m.pair ? app_open_pair(cfg, &r->a, &r->b, "mpa") != 0
-		    : app_instance_open(&r->a, cfg, UINT16_MAX, o->link_wait_ms) != 0)
-		return -1;
-	if (uiw_mpa_create(&r->ma, r->a.tcp, r->a.port.pool) != 0 ||
-	    (o->m.pair && uiw_mpa_create(&r->mb, r->b.tcp, r->b.port.pool) != 0))
+	if (o->m.pair ? app_stack_pair(&r->a, &r->b, cfg, UIW_STACK_MPA, "mpa") != 0
+		    : app_stack_open(&r->a, cfg, UIW_STACK_MPA, o->link_wait_ms) != 0)
 		return -1;
 	if (o->pcap != NULL) {
 		*pcap = app_pcap_open(o->pcap);
@@ -335,21 +328,19 @@ static int open_all(struct run *r, const struct uiw_config *cfg, FILE **pcap)
 
 static void close_all(struct run *r)
 {
-	uiw_counters_print(stdout, "mpa", uiw_mpa_counter_desc, uiw_mpa_counters(r->ma),
+	uiw_counters_print(stdout, "mpa", uiw_mpa_counter_desc, uiw_mpa_counters(r->a.mpa),
 			   UIW_MPA_C__COUNT, true);
-	if (r->mb != NULL)
-		uiw_counters_print(stdout, "mpa(b)", uiw_mpa_counter_desc, uiw_mpa_counters(r->mb),
-				   UIW_MPA_C__COUNT, true);
-	uiw_mpa_destroy(r->ma);
-	uiw_mpa_destroy(r->mb);
-	app_instance_close(&r->a);
 	if (r->o->m.pair)
-		app_instance_close(&r->b);
+		uiw_counters_print(stdout, "mpa(b)", uiw_mpa_counter_desc, uiw_mpa_counters(r->b.mpa),
+				   UIW_MPA_C__COUNT, true);
+	uiw_stack_close(&r->a);
+	if (r->o->m.pair)
+		uiw_stack_close(&r->b);
 }
 
 static int listen_server(struct run *r, struct side *srv)
 {
-	struct uiw_mpa *m = r->o->m.pair ? r->mb : r->ma;
+	struct uiw_mpa *m = r->o->m.pair ? r->b.mpa : r->a.mpa;
 	uint16_t port = r->o->m.pair ? 7174 : r->o->m.listen_port;
 	int rc = uiw_mpa_listen(m, port, 16, &srv->p, &side_ops, srv);
 

@@ -450,19 +450,13 @@ static void one_size(const struct opts *o, uint32_t ip, uint16_t port, uint32_t 
 	ep_teardown(&cli);
 }
 
-static void open_devices(const struct opts *o, struct uiw_config *cfg, struct app_instance *a,
-			 struct app_instance *b)
+static void open_devices(const struct opts *o, struct uiw_config *cfg, struct uiw_stack *a,
+			 struct uiw_stack *b)
 {
-	struct uiw_mpa *ma, *mb;
-
-	if (o->m.pair ? app_open_pair(cfg, a, b, "perf") != 0
-		      : app_instance_open(a, cfg, UINT16_MAX, o->link_wait_ms) != 0)
+	if (o->m.pair ? app_stack_pair(a, b, cfg, UIW_STACK_MPA, "perf") != 0
+		      : app_stack_open(a, cfg, UIW_STACK_MPA, o->link_wait_ms) != 0)
 		exit(1);
-	if (uiw_mpa_create(&ma, a->tcp, a->port.pool) != 0 ||
-	    uiw_verbs_add_device(&a->net, a->tcp, ma, cfg) != 0)
-		exit(1);
-	if (o->m.pair && (uiw_mpa_create(&mb, b->tcp, b->port.pool) != 0 ||
-			  uiw_verbs_add_device(&b->net, b->tcp, mb, cfg) != 0))
+	if (uiw_verbs_add_device(a) != 0 || (o->m.pair && uiw_verbs_add_device(b) != 0))
 		exit(1);
 }
 
@@ -477,7 +471,7 @@ static struct rdma_event_channel *nonblocking_channel(void)
 
 int main(int argc, char **argv)
 {
-	static struct app_instance a, b;
+	static struct uiw_stack a, b;
 	struct opts o = { .op = OP_WRITE, .min_size = 2, .max_size = BUF_MAX, .link_wait_ms = 10000,
 			  .ord = 16 };
 	struct uiw_config cfg;
@@ -496,7 +490,7 @@ int main(int argc, char **argv)
 
 	if (o.m.pair || o.m.listen_port) {
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-					  .sin_addr.s_addr = htonl(o.m.pair ? APP_PAIR_IP_B : cfg.ip) };
+					  .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
 		srv_ch = nonblocking_channel();
 		if (rdma_create_id(srv_ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
@@ -517,12 +511,12 @@ int main(int argc, char **argv)
 	else
 		printf("op,test,bytes,iterations,gbps,mpps,avg_us,p50_us,p99_us\n");
 	for (uint32_t size = o.min_size; size <= o.max_size; size *= 2)
-		one_size(&o, o.m.pair ? APP_PAIR_IP_B : o.m.connect_ip, port, size);
+		one_size(&o, o.m.pair ? UIW_STACK_PAIR_IP_B : o.m.connect_ip, port, size);
 	/* $UIWARP_STATS, as for the drop-in libraries: every layer's counters at the end. */
 	if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0) {
-		app_instance_print_counters(&a, o.m.pair ? "A (client)" : "the client");
+		app_print_counters(o.m.pair ? "A (client)" : "the client", &a);
 		if (o.m.pair)
-			app_instance_print_counters(&b, "B (server)");
+			app_print_counters("B (server)", &b);
 	}
 	return 0;
 }

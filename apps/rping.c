@@ -279,7 +279,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static struct app_instance a, b;
+	static struct uiw_stack a, b;
 	struct uiw_config cfg;
 	bool pair = false, server = false, client = false, verbose = false;
 	unsigned count = 10;
@@ -317,19 +317,15 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	if (pair ? app_open_pair(&cfg, &a, &b, "rping") != 0
-		 : app_instance_open(&a, &cfg, UINT16_MAX, 10000) != 0)
+	if (pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_MPA, "rping") != 0
+		 : app_stack_open(&a, &cfg, UIW_STACK_MPA, 10000) != 0)
 		return 1;
-	struct uiw_mpa *ma, *mb;
-
-	if (uiw_mpa_create(&ma, a.tcp, a.port.pool) != 0 || uiw_verbs_add_device(&a.net, a.tcp, ma, &cfg) != 0 ||
-	    (pair && (uiw_mpa_create(&mb, b.tcp, b.port.pool) != 0 ||
-		      uiw_verbs_add_device(&b.net, b.tcp, mb, &cfg) != 0)))
+	if (uiw_verbs_add_device(&a) != 0 || (pair && uiw_verbs_add_device(&b) != 0))
 		return 1;
 	srv.size = cli.size = size;
 	if (pair || server) {
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-					  .sin_addr.s_addr = htonl(pair ? APP_PAIR_IP_B : cfg.ip) };
+					  .sin_addr.s_addr = htonl(pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
 		srv.ch = channel();
 		if (rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
@@ -345,14 +341,14 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	struct sockaddr_in da = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(pair ? APP_PAIR_IP_B : ip) };
+				  .sin_addr.s_addr = htonl(pair ? UIW_STACK_PAIR_IP_B : ip) };
 	struct rdma_cm_id *id;
 
 	cli.ch = channel();
 	if (rdma_create_id(cli.ch, &id, NULL, RDMA_PS_TCP) != 0 ||
 	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&da, 2000) != 0)
 		die("rdma_resolve_addr");
-	unsigned ok = run_client(pair ? APP_PAIR_IP_B : ip, port, count, verbose);
+	unsigned ok = run_client(pair ? UIW_STACK_PAIR_IP_B : ip, port, count, verbose);
 
 	rdma_disconnect(cli.id);
 	for (uint64_t end = uiw_now_ns() + UIW_NS_PER_S; !cli.down && uiw_now_ns() < end;)

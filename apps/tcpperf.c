@@ -38,7 +38,7 @@ struct peer {
 };
 
 struct perf {
-	struct app_instance *ai;
+	struct uiw_stack *ai;
 	enum role server_role, client_role;
 	uint64_t bytes;
 	unsigned rr_count, size, conns, exit_after;
@@ -364,7 +364,7 @@ static int parse_args(int argc, char **argv, struct perf *p, struct opts *o)
 	return 0;
 }
 
-static int perf_init(struct perf *p, struct app_instance *ai, unsigned max_peers)
+static int perf_init(struct perf *p, struct uiw_stack *ai, unsigned max_peers)
 {
 	p->ai = ai;
 	p->max_peers = max_peers;
@@ -429,7 +429,7 @@ static enum role complement(enum role r)
 
 int main(int argc, char **argv)
 {
-	static struct app_instance a, b;
+	static struct uiw_stack a, b;
 	struct perf client = { .size = 64, .conns = 1, .client_role = ROLE_SINK, .server_role = ROLE_SINK };
 	struct perf server;
 	struct opts o = { .duration = 600, .link_wait_ms = 10000 };
@@ -450,7 +450,8 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	if (o.m.pair ? app_open_pair(&cfg, &a, &b, "perf") != 0 : app_instance_open(&a, &cfg, UINT16_MAX, o.link_wait_ms) != 0)
+	if (o.m.pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_TCP, "perf") != 0
+		     : app_stack_open(&a, &cfg, UIW_STACK_TCP, o.link_wait_ms) != 0)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -467,14 +468,14 @@ int main(int argc, char **argv)
 	start = uiw_now_ns();
 	end = start + (uint64_t)(o.duration * 1e9);
 	if ((o.m.pair || o.m.connect_ip) &&
-	    open_clients(&client, o.m.pair ? APP_PAIR_IP_B : o.m.connect_ip, o.m.pair ? 5001 : o.m.connect_port) != 0)
+	    open_clients(&client, o.m.pair ? UIW_STACK_PAIR_IP_B : o.m.connect_ip, o.m.pair ? 5001 : o.m.connect_port) != 0)
 		return 1;
 	while (!stop_requested) {
 		uint64_t now = uiw_now_ns();
 
-		uiw_tcp_poll(a.tcp, now);
+		uiw_stack_poll(&a, now);
 		if (o.m.pair)
-			uiw_tcp_poll(b.tcp, now);
+			uiw_stack_poll(&b, now);
 		pump_all(&client);
 		pump_all(&server);
 		if (now > end)
@@ -492,9 +493,9 @@ int main(int argc, char **argv)
 		uint64_t until = uiw_now_ns() + (uint64_t)o.linger_ms * UIW_NS_PER_MS;
 
 		while (!stop_requested && uiw_now_ns() < until) {
-			uiw_tcp_poll(a.tcp, uiw_now_ns());
+			uiw_stack_poll(&a, uiw_now_ns());
 			if (o.m.pair)
-				uiw_tcp_poll(b.tcp, uiw_now_ns());
+				uiw_stack_poll(&b, uiw_now_ns());
 		}
 		unsigned held_conns = uiw_tcp_conn_count(a.tcp) + (o.m.pair ? uiw_tcp_conn_count(b.tcp) : 0);
 		unsigned held_mbufs = rte_mempool_in_use_count(a.port.pool) +
@@ -518,13 +519,13 @@ int main(int argc, char **argv)
 		printf("%s: %u connections, streams %s\n", match && ok ? "PASS" : "FAIL", client.npeers,
 		       match ? "identical at both ends" : "DIFFER");
 		ok = ok && match;
-		app_instance_print_counters(&a, "A (client)");
-		app_instance_print_counters(&b, "B (server)");
-		app_instance_close(&b);
+		app_print_counters("A (client)", &a);
+		app_print_counters("B (server)", &b);
+		uiw_stack_close(&b);
 	} else {
-		app_instance_print_counters(&a, "uiwarp-tcpperf");
+		app_print_counters("uiwarp-tcpperf", &a);
 	}
-	app_instance_close(&a);
+	uiw_stack_close(&a);
 	rte_eal_cleanup();
 	free(client.peers);
 	free(client.rtt_ns);

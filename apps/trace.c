@@ -25,13 +25,3 @@ void app_trace_attach(struct app_trace *t, struct uiw_port *port, const char *la
 	port->user = t;
 	port->tx_burst = trace_tx;
 }
-
-void app_print_counters(const char *title, struct uiw_port *port, const struct uiw_net *net)
-{
-	uiw_port_read_pmd_counters(port);
-	printf("counters of %s (non-zero):\n", title);
-	uiw_counters_print(stdout, "port", uiw_port_counter_desc, port->counters,
-			   UIW_PORT_C__COUNT, true);
-	uiw_counters_print(stdout, "net", uiw_net_counter_desc, net->counters, UIW_NET_C__COUNT,
-			   true);
-}

@@ -15,7 +15,4 @@ struct app_trace {
 /** Wraps the port's TX so that every frame is described on stdout before it leaves. */
 void app_trace_attach(struct app_trace *t, struct uiw_port *port, const char *label);
 
-/** Prints the non-zero counters of a port and its stack instance. */
-void app_print_counters(const char *title, struct uiw_port *port, const struct uiw_net *net);
-
 #endif

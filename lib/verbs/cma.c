@@ -288,7 +288,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
 	if (c->state == CM_LISTEN && c->dev != NULL)
-		uiw_mpa_unlisten(c->dev->mpa, c->port);
+		uiw_mpa_unlisten(c->dev->stack->mpa, c->port);
 	if (id->qp != NULL) {
 		((struct uiw_qp_v *)id->qp)->cm = NULL;   /* the QP outlives the id */
 		/* ...but not its connection, which closes below without telling anyone. */
@@ -356,7 +356,7 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (c->dev == NULL)
 		return fail(EADDRNOTAVAIL);
 	c->port = port;
-	set_addr(&id->route.addr.src_addr, c->dev->net->ip, c->port);
+	set_addr(&id->route.addr.src_addr, c->dev->stack->net.ip, c->port);
 	id->verbs = uiw_dev_context(c->dev);
 	id->port_num = 1;
 	c->state = CM_BOUND;
@@ -380,7 +380,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 		c->dev = uiw_dev_for_dst(ip);
 		if (c->dev == NULL)
 			return fail(EADDRNOTAVAIL);
-		set_addr(&id->route.addr.src_addr, c->dev->net->ip, 0);
+		set_addr(&id->route.addr.src_addr, c->dev->stack->net.ip, 0);
 		id->verbs = uiw_dev_context(c->dev);
 		id->port_num = 1;
 	}
@@ -407,7 +407,7 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 
 	if (c->state != CM_BOUND)
 		return fail(EINVAL);
-	rc = uiw_mpa_listen(c->dev->mpa, c->port, backlog > 0 ? (unsigned)backlog : 16,
+	rc = uiw_mpa_listen(c->dev->stack->mpa, c->port, backlog > 0 ? (unsigned)backlog : 16,
 			    &c->dev->mpa_params, &cm_ops, c);
 	if (rc != 0)
 		return fail(-rc);
@@ -439,7 +439,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		return fail(EINVAL);
 	params_from(&p, c->dev, conn_param);
 	c->state = CM_CONNECTING;
-	rc = uiw_mpa_connect(c->dev->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
+	rc = uiw_mpa_connect(c->dev->stack->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
 			     &cm_ops, c, uiw_now_ns(), &c->conn);
 	if (rc != 0) {
 		c->state = CM_CLOSED;

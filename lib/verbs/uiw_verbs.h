@@ -11,24 +11,20 @@
 #ifndef UIW_VERBS_H
 #define UIW_VERBS_H
 
-#include "mpa.h"
-#include "net.h"
-#include "tcp.h"
-#include "uiw_config.h"
+#include "uiw_stack.h"
 
 #define UIW_VERBS_MAX_DEVICES 8
 
 /**
- * Makes the instance (@p net with its TCP engine and MPA) a device. The MPA policy for its
- * connections comes from @p cfg. @return 0 or -ENOSPC.
+ * Makes the instance @p s (built to MPA) a device; the MPA policy of its connections comes
+ * from its configuration. @return 0, -ENOSPC, -ENOMEM.
  */
-int uiw_verbs_add_device(struct uiw_net *net, struct uiw_tcp *tcp, struct uiw_mpa *mpa,
-			 const struct uiw_config *cfg);
+int uiw_verbs_add_device(struct uiw_stack *s);
 
 /** Forgets every device (their instances stay the caller's). */
 void uiw_verbs_remove_devices(void);
 
-/** One poll pass over every device: receive, timers, MPA timeouts, transmit. */
+/** One poll pass over every device: doorbells, then uiw_stack_poll() of its instance. */
 void uiw_verbs_progress(void);
 
 struct ibv_qp;

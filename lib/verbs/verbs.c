@@ -36,8 +36,7 @@ int uiw_errno(int rc)
 	return rc < 0 ? -rc : rc;
 }
 
-int uiw_verbs_add_device(struct uiw_net *net, struct uiw_tcp *tcp, struct uiw_mpa *mpa,
-			 const struct uiw_config *cfg)
+int uiw_verbs_add_device(struct uiw_stack *s)
 {
 	struct uiw_dev *d;
 
@@ -47,10 +46,8 @@ int uiw_verbs_add_device(struct uiw_net *net, struct uiw_tcp *tcp, struct uiw_mp
 		free(d);
 		return -ENOMEM;
 	}
-	d->net = net;
-	d->tcp = tcp;
-	d->mpa = mpa;
-	uiw_mpa_params_from_config(&d->mpa_params, cfg);
+	d->stack = s;
+	uiw_mpa_params_from_config(&d->mpa_params, &s->cfg);
 	d->next_qpn = 1;
 	d->next_pdn = 1;
 	d->dev.node_type = IBV_NODE_RNIC;
@@ -91,8 +88,7 @@ void uiw_verbs_progress_locked(void)
 
 	for (unsigned i = 0; i < ndevs; i++) {
 		ring_doorbells(devs[i]);
-		uiw_tcp_poll(devs[i]->tcp, now);
-		uiw_mpa_run(devs[i]->mpa, now);
+		uiw_stack_poll(devs[i]->stack, now);
 	}
 }
 
@@ -136,7 +132,7 @@ bool uiw_wait_some(int fd, bool nonblock)
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip)
 {
 	for (unsigned i = 0; i < ndevs; i++)
-		if (devs[i]->net->ip == ip)
+		if (devs[i]->stack->net.ip == ip)
 			return devs[i];
 	return NULL;
 }
@@ -145,7 +141,7 @@ struct uiw_dev *uiw_dev_by_ip(uint32_t ip)
 struct uiw_dev *uiw_dev_for_dst(uint32_t dst)
 {
 	for (unsigned i = 0; i < ndevs; i++) {
-		struct uiw_net *n = devs[i]->net;
+		struct uiw_net *n = &devs[i]->stack->net;
 
 		if (n->ip != dst && (n->ip & n->netmask) == (dst & n->netmask))
 			return devs[i];
@@ -190,7 +186,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
  * middle), as siw derives it. */
 static __be64 dev_guid(const struct uiw_dev *d)
 {
-	const uint8_t *m = d->net->port->mac.addr_bytes;
+	const uint8_t *m = d->stack->port.mac.addr_bytes;
 	uint8_t g[8] = { (uint8_t)(m[0] ^ 2), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5] };
 	__be64 v;
 
@@ -410,7 +406,7 @@ int ibv_query_port(struct ibv_context *context, uint8_t port, struct _compat_ibv
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
 	a->max_mtu = IBV_MTU_4096;
-	a->active_mtu = d->net->port->mtu >= 4096 ? IBV_MTU_4096 : d->net->port->mtu >= 2048 ? IBV_MTU_2048 : IBV_MTU_1024;
+	a->active_mtu = d->stack->port.mtu >= 4096 ? IBV_MTU_4096 : d->stack->port.mtu >= 2048 ? IBV_MTU_2048 : IBV_MTU_1024;
 	a->gid_tbl_len = 1;
 	a->max_msg_sz = UINT32_MAX;
 	a->pkey_tbl_len = 1;

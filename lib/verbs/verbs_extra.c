@@ -39,7 +39,7 @@ static int gid_of(struct ibv_context *context, uint8_t port_num, unsigned index,
 	if (port_num != 1 || index != 0)
 		return EINVAL;
 	memset(gid, 0, sizeof(*gid));
-	memcpy(gid->raw, &d->net->port->mac, 6);
+	memcpy(gid->raw, &d->stack->port.mac, 6);
 	return 0;
 }
 

@@ -68,9 +68,7 @@ void uiw_progress_kick(void);
 
 struct uiw_dev {
 	struct ibv_device dev;
-	struct uiw_net *net;
-	struct uiw_tcp *tcp;
-	struct uiw_mpa *mpa;
+	struct uiw_stack *stack;
 	struct uiw_mpa_params mpa_params;
 	struct uiw_stag_table stags;
 	uint32_t next_qpn, next_pdn;

@@ -18,7 +18,7 @@ static struct app_pcap cap_a, cap_b;
 /* The side of a port (port->user may belong to a capture wrapper). */
 static struct pair_side *side_of(struct uiw_port *port)
 {
-	return port == &pair_a.port ? &pair_a : &pair_b;
+	return port == &pair_a.st.port ? &pair_a : &pair_b;
 }
 
 static uint16_t q_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
@@ -48,22 +48,18 @@ static uint16_t q_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 static void side_up(struct pair_side *s, const struct uiw_config *base, uint32_t ip,
 		    uint8_t last, struct pair_q *rxq, struct pair_q *txq)
 {
+	const struct uiw_stack_opts o = { .top = UIW_STACK_MPA, .port_id = UIW_STACK_PORT_READY };
 	struct rte_ether_addr mac = { { 0x02, 0, 0, 0, 0, last } };
 	struct uiw_config cfg = *base;
+	char err[128];
 
 	memset(s, 0, sizeof(*s));
 	cfg.ip = ip;
 	cfg.prefix_len = 24;
 	s->rxq = rxq;
 	s->txq = txq;
-	uiw_port_init_test(&s->port, test_pool(), &mac, 1500, q_rx, q_tx, s);
-	char err[128];
-
-	ck_assert_msg(uiw_fault_attach(&s->port, &s->fault, &cfg, err, sizeof(err)) == 0, "%s", err);
-	uiw_net_init(&s->net, &s->port, &cfg);
-	ck_assert_int_eq(uiw_tcp_create(&s->tcp, &s->net, &cfg), 0);
-	ck_assert_int_eq(uiw_mpa_create(&s->mpa, s->tcp, test_pool()), 0);
-	uiw_net_start(&s->net, uiw_now_ns());
+	uiw_port_init_test(&s->st.port, test_pool(), &mac, 1500, q_rx, q_tx, s);
+	ck_assert_msg(uiw_stack_open(&s->st, &cfg, &o, err, sizeof(err)) == 0, "%s", err);
 }
 
 void pair_setup_cfg(const struct uiw_config *cfg)
@@ -93,10 +89,7 @@ static void q_drain(struct pair_q *q)
 
 static void side_down(struct pair_side *s)
 {
-	uiw_mpa_destroy(s->mpa);
-	uiw_tcp_destroy(s->tcp);
-	uiw_net_fini(&s->net);
-	uiw_port_close(&s->port);
+	uiw_stack_close(&s->st);
 }
 
 void pair_capture(const char *name)
@@ -110,8 +103,8 @@ void pair_capture(const char *name)
 	cap = app_pcap_open(path);
 	ck_assert_msg(cap != NULL, "cannot write %s", path);
 	/* After the fault wrapper (attached at setup): the capture holds what the stack sent. */
-	app_pcap_attach(&cap_a, &pair_a.port, cap);
-	app_pcap_attach(&cap_b, &pair_b.port, cap);
+	app_pcap_attach(&cap_a, &pair_a.st.port, cap);
+	app_pcap_attach(&cap_b, &pair_b.st.port, cap);
 }
 
 void pair_teardown(void)
@@ -129,10 +122,8 @@ void pair_poll(void)
 {
 	uint64_t now = uiw_now_ns();
 
-	uiw_tcp_poll(pair_a.tcp, now);
-	uiw_tcp_poll(pair_b.tcp, now);
-	uiw_mpa_run(pair_a.mpa, now);
-	uiw_mpa_run(pair_b.mpa, now);
+	uiw_stack_poll(&pair_a.st, now);
+	uiw_stack_poll(&pair_b.st, now);
 }
 
 bool pair_run_until(bool (*done)(void *arg), void *arg, unsigned ms)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Two stack instances (ports, lower half, TCP, MPA) joined back to back by in-memory
- * queues in one process, on the test pool, polled in one loop.
+ * Two stack instances (uiw_stack: port, lower half, TCP, MPA) joined back to back by
+ * in-memory queues in one process, on the test pool, polled in one loop.
  */
 #ifndef UIW_PAIR_FIXTURE_H
 #define UIW_PAIR_FIXTURE_H
@@ -9,10 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mpa.h"
-#include "net.h"
-#include "tcp.h"
-#include "uiw_fault.h"
+#include "uiw_stack.h"
 
 #define PAIR_Q_LEN 8192
 #define PAIR_IP_A 0x0a000001u
@@ -24,12 +21,8 @@ struct pair_q {
 };
 
 struct pair_side {
-	struct uiw_port port;
-	struct uiw_net net;
-	struct uiw_tcp *tcp;
-	struct uiw_mpa *mpa;
+	struct uiw_stack st;      /* on an in-memory port; the configuration's faults, if any */
 	struct pair_q *rxq, *txq;
-	struct uiw_fault fault;   /* the configuration's fault_rx/fault_tx, if any */
 };
 
 extern struct pair_side pair_a, pair_b;

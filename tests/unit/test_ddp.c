@@ -348,8 +348,8 @@ static void connect_pair(bool markers)
 	p.first_delay_us = 0;
 	memset(&snd, 0, sizeof(snd));
 	memset(&rcv, 0, sizeof(rcv));
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, 9000, 4, &p, &sink_ops, &rcv), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, 9000, &p, &sink_ops, &snd,
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, 9000, 4, &p, &sink_ops, &rcv), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, 9000, &p, &sink_ops, &snd,
 					 uiw_now_ns(), &snd.c), 0);
 	ck_assert(pair_run_until(both_up, NULL, 2000));
 }

@@ -139,7 +139,7 @@ static bool got_octets(void *arg)
 
 static uint64_t ctr(struct pair_side *s, enum uiw_mpa_counter k)
 {
-	return uiw_mpa_counters(s->mpa)[k];
+	return uiw_mpa_counters(s->st.mpa)[k];
 }
 
 static void params(struct uiw_mpa_params *p)
@@ -233,13 +233,13 @@ START_TEST(negotiation_matrix)
 	pattern(rpd, sizeof(rpd), 9);
 	rsp.accept_p.pd = rpd;
 	rsp.accept_p.pd_len = pd_len < 252 ? pd_len : 252;
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
 
-	int rc = uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c);
+	int rc = uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c);
 
 	if (wire_pd > UIW_MPA_PD_MAX) {
 		ck_assert_int_eq(rc, -EINVAL);
-		ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.mpa), 0);
+		ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.st.mpa), 0);
 		return;
 	}
 	ck_assert_int_eq(rc, 0);
@@ -295,7 +295,7 @@ START_TEST(negotiation_matrix)
 	uiw_mpa_close(ini.c);
 	ck_assert(pair_run_until(both_closed, NULL, 3000));
 	ck_assert_msg(ini.err == 0 && rsp.err == 0, "%s / %s", ini.reason, rsp.reason);
-	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.mpa) + uiw_mpa_conn_count(pair_b.mpa), 0);
+	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.st.mpa) + uiw_mpa_conn_count(pair_b.st.mpa), 0);
 	ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_crc_err) + ctr(&pair_b, UIW_MPA_C_crc_err), 0);
 }
 END_TEST
@@ -382,8 +382,8 @@ static void raw_send(const void *p, size_t n)
 static void raw_connect_to_listener(const struct uiw_mpa_params *lp)
 {
 	memset(&raw, 0, sizeof(raw));
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, lp, &ep_ops, &rsp), 0);
-	ck_assert_int_eq(uiw_tcp_connect(pair_a.tcp, PAIR_IP_B, PORT, &raw_ops, &raw, uiw_now_ns(), &raw.c), 0);
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_tcp_connect(pair_a.st.tcp, PAIR_IP_B, PORT, &raw_ops, &raw, uiw_now_ns(), &raw.c), 0);
 	ck_assert(pair_run_until(raw_is, &raw.connected, 2000));
 }
 
@@ -393,8 +393,8 @@ static void mpa_connect_to_raw(const struct uiw_mpa_params *ip)
 	static uint32_t req_len;
 
 	memset(&raw, 0, sizeof(raw));
-	ck_assert_int_eq(uiw_tcp_listen(pair_b.tcp, PORT, 16, &raw_listen_ops, &raw), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert_int_eq(uiw_tcp_listen(pair_b.st.tcp, PORT, 16, &raw_listen_ops, &raw), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
 	req_len = UIW_MPA_RR_LEN + ip->pd_len + (ip->rev == 2 ? 4u : 0u);
 	ck_assert(pair_run_until(raw_has, &req_len, 2000));
 	ck_assert_uint_eq(raw.rx_len, req_len);   /* nothing after the Request */
@@ -571,11 +571,11 @@ START_TEST(bad_requests_answered)
 		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_early_data), 1);
 		break;
 	case 4: /* Markers asked for, mpa_markers_ok=0: R=1 with M clear, as siw */
-		uiw_mpa_unlisten(pair_b.mpa, PORT);
+		uiw_mpa_unlisten(pair_b.st.mpa, PORT);
 		lp.markers_ok = false;
-		ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT + 1, 16, &lp, &ep_ops, &rsp), 0);
+		ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT + 1, 16, &lp, &ep_ops, &rsp), 0);
 		memset(&raw, 0, sizeof(raw));
-		ck_assert_int_eq(uiw_tcp_connect(pair_a.tcp, PAIR_IP_B, PORT + 1, &raw_ops, &raw,
+		ck_assert_int_eq(uiw_tcp_connect(pair_a.st.tcp, PAIR_IP_B, PORT + 1, &raw_ops, &raw,
 						 uiw_now_ns(), &raw.c), 0);
 		ck_assert(pair_run_until(raw_is, &raw.connected, 2000));
 		raw_send(req, siw_request(req, 0x80));
@@ -631,7 +631,7 @@ START_TEST(bad_replies_terminated)
 		ip.rev = 1;
 		uiw_mpa_abort(ini.c, "test");
 		ep_reset(&ini);
-		uiw_tcp_unlisten(pair_b.tcp, PORT);
+		uiw_tcp_unlisten(pair_b.st.tcp, PORT);
 		pair_run_for(5);
 		mpa_connect_to_raw(&ip);
 		raw_send(rep, n);
@@ -675,7 +675,7 @@ START_TEST(timeouts)
 		ck_assert(!rsp.established);
 		ck_assert_int_eq(rsp.err, -ETIMEDOUT);
 	}
-	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.mpa) + uiw_mpa_conn_count(pair_b.mpa), 0);
+	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.st.mpa) + uiw_mpa_conn_count(pair_b.st.mpa), 0);
 }
 END_TEST
 
@@ -754,8 +754,8 @@ START_TEST(pd_512_with_raised_cap)
 	pattern(pd, sizeof(pd), 3);
 	lp.pd_max = 512;
 	rsp.accept_p = lp;
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
 	ck_assert(pair_run_until(both_settled, NULL, 3000));
 	ck_assert(ini.established && rsp.established);
 	ck_assert_int_eq(rsp.peer_pd_len, 512);
@@ -771,8 +771,8 @@ START_TEST(responder_crc_and_reject_by_owner)
 	params(&lp);
 	rsp.accept_p = lp;
 	rsp.accept_p.crc = true;
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
 	ck_assert(pair_run_until(both_settled, NULL, 3000));
 	ck_assert(ini.info.crc && rsp.info.crc);
 	uiw_mpa_close(ini.c);
@@ -781,7 +781,7 @@ START_TEST(responder_crc_and_reject_by_owner)
 	ep_reset(&ini);
 	ep_reset(&rsp);
 	rsp.defer_accept = true;
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
 	ck_assert(pair_run_until(raw_is, &rsp.requested, 3000));
 	ck_assert_int_eq(uiw_mpa_reject(rsp.c, (const uint8_t *)"busy", 4), 0);
 	ck_assert(pair_run_until(both_closed, NULL, 3000));

@@ -123,8 +123,8 @@ static void connect_qps(uint16_t ord, bool crc, bool markers)
 	p.ord = ord;
 	p.crc = crc;
 	p.markers = markers;
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &p, &uiw_qp_mpa_ops, A.qp,
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &p, &uiw_qp_mpa_ops, A.qp,
 					 uiw_now_ns(), &c), 0);
 	ck_assert(pair_run_until(both_up, NULL, 3000));
 	ck_assert_msg(A.up && B.up, "%s / %s", A.why, B.why);
@@ -596,7 +596,7 @@ START_TEST(operations_through_loss)
 			ck_assert_mem_eq(A.buf + 3 * n, A.buf, n);
 		}
 	}
-	ck_assert_uint_gt(pair_a.fault.rx.dropped + pair_b.fault.rx.dropped, 0);
+	ck_assert_uint_gt(pair_a.st.fault.rx.dropped + pair_b.st.fault.rx.dropped, 0);
 }
 END_TEST
 

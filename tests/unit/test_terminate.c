@@ -124,8 +124,8 @@ static void connect_raw(uint16_t ird)
 	uiw_mpa_params_from_config(&p, &cfg);
 	p.first_delay_us = 0;
 	p.ord = ird < p.ord ? ird : p.ord;   /* the responder's IRD is at least our ORD */
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.mpa, PAIR_IP_B, PORT, &p, &raw_ops, NULL,
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &p, &raw_ops, NULL,
 					 uiw_now_ns(), &c), 0);
 	ck_assert(pair_run_until(up, NULL, 2000));
 }

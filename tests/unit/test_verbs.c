@@ -34,8 +34,8 @@ static void setup(void)
 
 	pair_setup();
 	uiw_config_defaults(&cfg);
-	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.net, pair_a.tcp, pair_a.mpa, &cfg), 0);
-	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.net, pair_b.tcp, pair_b.mpa, &cfg), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
 	memset(&cli, 0, sizeof(cli));
 	memset(&srv, 0, sizeof(srv));
 }

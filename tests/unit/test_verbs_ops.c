@@ -83,8 +83,8 @@ static void start(const struct policy *p, const char *capture)
 	pair_setup_cfg(&cfg);
 	snprintf(name, sizeof(name), "%s-%s", capture, p->name);
 	pair_capture(name);
-	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.net, pair_a.tcp, pair_a.mpa, &cfg), 0);
-	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.net, pair_b.tcp, pair_b.mpa, &cfg), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
 }
 
 static void setup(void)
@@ -365,8 +365,8 @@ START_TEST(every_operation_every_size)
 		one_read(tagged[k], off, tag += 2);
 	}
 	if (p->loss)
-		ck_assert_uint_gt(pair_a.fault.rx.dropped + pair_b.fault.rx.dropped +
-				  pair_a.fault.tx.dropped + pair_b.fault.tx.dropped, 0);
+		ck_assert_uint_gt(pair_a.st.fault.rx.dropped + pair_b.st.fault.rx.dropped +
+				  pair_a.st.fault.tx.dropped + pair_b.st.fault.tx.dropped, 0);
 	/* An orderly end: both sides hear the disconnect. */
 	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
 	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
@@ -676,8 +676,8 @@ START_TEST(idle_connection_outlives_the_mpa_timers)
 	cfg.mpa_reply_timeout_ms = 100;
 	cfg.mpa_request_timeout_ms = 100;
 	pair_setup_cfg(&cfg);
-	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.net, pair_a.tcp, pair_a.mpa, &cfg), 0);
-	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.net, pair_b.tcp, pair_b.mpa, &cfg), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
 	connect_pair();
 	uint64_t until = uiw_now_ns() + 400 * UIW_NS_PER_MS;
 

@@ -22,15 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mpa.h"
-#include "net.h"
 #include "rdmap.h"
-#include "tcp.h"
 #include "uiw_config.h"
 #include "uiw_counters.h"
-#include "uiw_fault.h"
 #include "uiw_log.h"
-#include "uiw_port.h"
+#include "uiw_stack.h"
 #include "uiw_time.h"
 #include "verbs_internal.h"
 
@@ -70,11 +66,7 @@ static struct {
 	pthread_once_t once;
 	int err;                 /* 0 once up; else the errno every call reports */
 	struct uiw_config cfg;
-	struct uiw_port port;
-	struct uiw_fault fault;
-	struct uiw_net net;
-	struct uiw_tcp *tcp;
-	struct uiw_mpa *mpa;
+	struct uiw_stack stack;
 	pthread_t thread;
 	int nap_fd;              /* eventfd: a kick ends the thread's nap */
 	unsigned napping;        /* the thread is (about to be) in its nap */
@@ -90,7 +82,7 @@ static void *progress_main(void *arg);
 
 static void bring_up(void)
 {
-	char err[512];
+	char err[512] = "";
 
 	uiw_threaded = true;
 	uiw_config_defaults(&inst.cfg);
@@ -110,30 +102,24 @@ static void bring_up(void)
 		return;
 	}
 	uiw_log_level_set(inst.cfg.log_level);
-	if (uiw_eal_init(&inst.cfg, "uiwarp") != 0 || uiw_port_open(&inst.port, &inst.cfg) != 0) {
-		fprintf(stderr, "uiwarp: cannot bring up port '%s' (see the messages above)\n",
-			inst.cfg.port);
-		inst.err = ENODEV;
-		return;
-	}
-	if (uiw_fault_attach(&inst.port, &inst.fault, &inst.cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "uiwarp: configuration: %s\n", err);
-		inst.err = EINVAL;
-		return;
-	}
 	/* No wait for the link: a memif or vhost server's link comes up only when its peer
 	 * process connects, and a listener must be listening by then (TCP retransmits what
 	 * leaves while the link is down). */
-	uiw_net_init(&inst.net, &inst.port, &inst.cfg);
-	if (uiw_tcp_create(&inst.tcp, &inst.net, &inst.cfg) != 0 ||
-	    uiw_mpa_create(&inst.mpa, inst.tcp, inst.port.pool) != 0 ||
-	    uiw_verbs_add_device(&inst.net, inst.tcp, inst.mpa, &inst.cfg) != 0) {
-		fprintf(stderr, "uiwarp: cannot create the stack instance\n");
-		inst.err = ENOMEM;
+	const struct uiw_stack_opts o = { .top = UIW_STACK_MPA, .port_id = UIW_STACK_PORT_CONFIG };
+	int rc = uiw_eal_init(&inst.cfg, "uiwarp") != 0 ? -ENODEV
+		 : uiw_stack_open(&inst.stack, &inst.cfg, &o, err, sizeof(err));
+
+	if (rc == 0 && uiw_verbs_add_device(&inst.stack) != 0) {
+		snprintf(err, sizeof(err), "cannot make the instance a device");
+		rc = -ENOMEM;
+	}
+	if (rc != 0) {
+		if (rc == -ENODEV && err[0] == '\0')
+			snprintf(err, sizeof(err), "cannot start DPDK's EAL (see the messages above)");
+		fprintf(stderr, "uiwarp: %s%s\n", rc == -EINVAL ? "configuration: " : "", err);
+		inst.err = -rc;
 		return;
 	}
-	uiw_net_start(&inst.net, uiw_now_ns());
-	uiw_port_flush(&inst.port);
 	atexit(drain_at_exit);
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
@@ -161,16 +147,8 @@ static void print_counters(void)
 
 	if (v == NULL || *v == '\0' || strcmp(v, "0") == 0)
 		return;
-	uiw_port_read_pmd_counters(&inst.port);
 	fprintf(stderr, "uiwarp counters of pid %d (non-zero):\n", (int)getpid());
-	uiw_counters_print(stderr, "port", uiw_port_counter_desc, inst.port.counters,
-			   UIW_PORT_C__COUNT, true);
-	uiw_counters_print(stderr, "net", uiw_net_counter_desc, inst.net.counters, UIW_NET_C__COUNT,
-			   true);
-	uiw_counters_print(stderr, "tcp", uiw_tcp_counter_desc, uiw_tcp_counters(inst.tcp),
-			   UIW_TCP_C__COUNT, true);
-	uiw_counters_print(stderr, "mpa", uiw_mpa_counter_desc, uiw_mpa_counters(inst.mpa),
-			   UIW_MPA_C__COUNT, true);
+	uiw_stack_print_counters(stderr, &inst.stack);
 	uiw_counters_print(stderr, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
 			   UIW_RDMAP_C__COUNT, true);
 	fprintf(stderr, "  progress.late_passes        %12lu  # progress thread passes that waited "
@@ -189,8 +167,8 @@ static void drain_at_exit(void)
 	pthread_mutex_lock(&uiw_big_lock);
 	do   /* at least one pass: a reset an abort just queued goes out too */
 		uiw_verbs_progress_locked();
-	while (uiw_tcp_conn_count(inst.tcp) > 0 && uiw_now_ns() < end);
-	uiw_port_flush(&inst.port);
+	while (uiw_tcp_conn_count(inst.stack.tcp) > 0 && uiw_now_ns() < end);
+	uiw_port_flush(&inst.stack.port);
 	print_counters();
 	/* The lock stays held: the progress thread (which only tries it, and naps while it is
 	 * taken) and any thread still in a call keep off the stack while the exit tears down

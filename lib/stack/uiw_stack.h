@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * One stack instance: a port (with the configured faults), the lower half (Ethernet, ARP,
+ * IPv4, ICMP), TCP and MPA, built from one configuration, polled as one and closed as one.
+ * RDMAP queue pairs ride on its MPA connections; the verbs layer makes it a device. Every
+ * tool, the verbs layer, the drop-in libraries and the pair tests build their instances
+ * here.
+ */
+#ifndef UIW_STACK_H
+#define UIW_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mpa.h"
+#include "net.h"
+#include "tcp.h"
+#include "uiw_config.h"
+#include "uiw_fault.h"
+#include "uiw_port.h"
+
+struct uiw_stack {
+	struct uiw_config cfg;
+	struct uiw_port port;
+	struct uiw_fault fault;
+	struct uiw_net net;
+	struct uiw_tcp *tcp;          /**< NULL when built only to the lower half */
+	struct uiw_mpa *mpa;          /**< NULL when built only to TCP */
+};
+
+/** How far up an instance is built. */
+enum uiw_stack_top { UIW_STACK_NET, UIW_STACK_TCP, UIW_STACK_MPA };
+
+/** The port uiw_stack_open() brings up: the configuration's ... */
+#define UIW_STACK_PORT_CONFIG UINT16_MAX
+/** ... or the one the caller already set up in the instance (a test's in-memory port). */
+#define UIW_STACK_PORT_READY (UINT16_MAX - 1)
+
+struct uiw_stack_opts {
+	enum uiw_stack_top top;
+	uint16_t port_id;             /**< an ethdev (a ring pair's end), or UIW_STACK_PORT_* */
+	unsigned link_wait_ms;        /**< wait this long for the link (0: not at all) */
+	bool defer_start;             /**< the caller wraps the port first (a trace, a capture),
+				       *   then calls uiw_stack_start() */
+};
+
+/**
+ * Builds the instance from @p cfg (the EAL is up: uiw_eal_init()). A link still down after
+ * the wait is logged, not an error (a memif server's peer may come later).
+ * @return 0, or a negative errno with @p err saying why; nothing is left open then.
+ */
+int uiw_stack_open(struct uiw_stack *s, const struct uiw_config *cfg,
+		   const struct uiw_stack_opts *o, char *err, size_t errlen);
+
+/** Starts the lower half (the RFC 5227 announcement) and sends what it queued; done by
+ *  uiw_stack_open() unless deferred. */
+void uiw_stack_start(struct uiw_stack *s);
+
+#define UIW_STACK_PAIR_IP_A 0x0a000001u   /* 10.0.0.1 */
+#define UIW_STACK_PAIR_IP_B 0x0a000002u   /* 10.0.0.2 */
+
+/** Two instances joined by a DPDK ring pair named @p name, at 10.0.0.1/24 and 10.0.0.2/24. */
+int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
+			enum uiw_stack_top top, const char *name, char *err, size_t errlen);
+
+/** One poll pass: receive and demultiplex, timers, MPA timeouts, transmit.
+ *  @return frames received. */
+unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now);
+
+/** Closes every layer, top first (MPA aborts what is left without callbacks). */
+void uiw_stack_close(struct uiw_stack *s);
+
+/** Prints the non-zero counters of every layer built (and the faults injected) to @p f. */
+void uiw_stack_print_counters(FILE *f, struct uiw_stack *s);
+
+#endif
