@@ -96,7 +96,7 @@ static struct uiw_mpa_conn *conn_new(struct uiw_mpa *m, const struct uiw_mpa_par
 	return c;
 }
 
-void mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+void uiw_mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -134,7 +134,7 @@ void uiw_mpa_abort(struct uiw_mpa_conn *c, const char *why)
 	if (c->state == MPA_S_DEAD)
 		return;
 	if (c->err == 0)
-		mpa_set_reason(c, -ECONNABORTED, "%s", why);
+		uiw_mpa_set_reason(c, -ECONNABORTED, "%s", why);
 	c->state = MPA_S_DEAD;
 	c->deadline = 0;
 	if (c->tcp != NULL)
@@ -158,7 +158,7 @@ void uiw_mpa_close(struct uiw_mpa_conn *c)
 	uiw_tcp_close(c->tcp);
 }
 
-void mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+void uiw_mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -171,7 +171,7 @@ void mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	uiw_mpa_close(c);
 }
 
-int mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len)
+int uiw_mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(c->m->pool);
 
@@ -216,7 +216,7 @@ static struct rte_mbuf *alloc_chain(struct rte_mempool *pool, uint32_t len,
 	return head;
 }
 
-int mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold)
+int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold)
 {
 	struct uiw_mpa_iov out[FPDU_SEGS_MAX];
 	uint64_t ulen = 0;
@@ -274,7 +274,7 @@ int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned
 		return -EMSGSIZE;
 	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
 		return -ENOBUFS;
-	return mpa_send_fpdu(c, iov, n, c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
+	return uiw_mpa_send_fpdu(c, iov, n, c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
 }
 
 void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why)
@@ -292,18 +292,18 @@ void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why
 	uiw_ddp_untagged_set(&term.h, UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0,
 			     UIW_DDP_QN_TERMINATE, 1, 0);
 	uiw_rdmap_term_set(&term.t, UIW_TERM_LAYER_LLP, 0, code, 0);
-	if (c->nheld == 0 && mpa_send_fpdu(c, &iov, 1, false) == 0)
+	if (c->nheld == 0 && uiw_mpa_send_fpdu(c, &iov, 1, false) == 0)
 		mpa_count(c->m, UIW_MPA_C_term_tx);
-	mpa_fail(c, -EPROTO, "%s (Terminate LLP 0x%02x)", why, code);
+	uiw_mpa_fail(c, -EPROTO, "%s (Terminate LLP 0x%02x)", why, code);
 }
 
-void mpa_start_full(struct uiw_mpa_conn *c)
+void uiw_mpa_start_full(struct uiw_mpa_conn *c)
 {
 	uiw_mpa_deframer_init(&c->rx, c->info.markers_rx, c->info.crc);
 	c->info.mulpdu = uiw_mpa_mulpdu(uiw_tcp_mss(c->tcp), c->info.markers_tx);
 }
 
-void mpa_deliver_established(struct uiw_mpa_conn *c)
+void uiw_mpa_deliver_established(struct uiw_mpa_conn *c)
 {
 	mpa_count(c->m, UIW_MPA_C_established);
 	if (c->ops != NULL && c->ops->established != NULL)
@@ -329,11 +329,11 @@ static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
 	mpa_count(c->m, UIW_MPA_C_fpdu_rx);
 	if (c->state == MPA_S_WAIT_FIRST) {
 		if (c->expect_rtr)
-			return mpa_rtr_take(c, u) && c->state == MPA_S_FULL ? 0 : 1;
+			return uiw_mpa_rtr_take(c, u) && c->state == MPA_S_FULL ? 0 : 1;
 		c->state = MPA_S_FULL;
 		release_held(c);
 	}
-	if (c->swallow_read_resp && mpa_read_resp_take(c, u))
+	if (c->swallow_read_resp && uiw_mpa_read_resp_take(c, u))
 		return 0;
 	if (c->ulp != NULL ? c->ulp->ulpdu(c->ulp_arg, c, u) != 0
 	    : c->ops != NULL && c->ops->ulpdu != NULL && c->ops->ulpdu(c->user, c, u) != 0)
@@ -377,10 +377,10 @@ static void t_recv(void *user, struct uiw_tcp_conn *tc, struct rte_mbuf *m)
 	c->in_call++;
 	switch (c->state) {
 	case MPA_S_WAIT_REPLY:
-		m = mpa_rx_reply(c, m);
+		m = uiw_mpa_rx_reply(c, m);
 		break;
 	case MPA_S_WAIT_REQUEST:
-		m = mpa_rx_request(c, m);
+		m = uiw_mpa_rx_request(c, m);
 		break;
 	case MPA_S_WAIT_ACCEPT:
 		mpa_count(c->m, UIW_MPA_C_early_data);
@@ -404,7 +404,7 @@ static void t_connected(void *user, struct uiw_tcp_conn *tc)
 
 	(void)tc;
 	c->in_call++;
-	mpa_send_request(c);
+	uiw_mpa_send_request(c);
 	leave(c);
 }
 
@@ -429,9 +429,9 @@ static void t_peer_closed(void *user, struct uiw_tcp_conn *tc)
 	(void)tc;
 	if (c->state != MPA_S_FULL && c->state != MPA_S_CLOSING && c->err == 0) {
 		mpa_count(c->m, UIW_MPA_C_peer_gone);
-		mpa_set_reason(c, -ECONNRESET, "peer closed during MPA negotiation");
+		uiw_mpa_set_reason(c, -ECONNRESET, "peer closed during MPA negotiation");
 	} else if (c->err == 0) {
-		mpa_set_reason(c, 0, "peer closed");
+		uiw_mpa_set_reason(c, 0, "peer closed");
 	}
 	uiw_mpa_close(c);
 }
@@ -445,7 +445,7 @@ static void t_closed(void *user, struct uiw_tcp_conn *tc, int err)
 	if (err != 0 && c->err == 0) {
 		if (c->state != MPA_S_FULL && c->state != MPA_S_CLOSING)
 			mpa_count(c->m, UIW_MPA_C_peer_gone);
-		mpa_set_reason(c, err, "TCP: %s", err == -ECONNREFUSED ? "connection refused"
+		uiw_mpa_set_reason(c, err, "TCP: %s", err == -ECONNREFUSED ? "connection refused"
 					       : err == -ETIMEDOUT ? "retransmissions timed out"
 					       : err == -ECONNRESET ? "reset by the peer" : "closed");
 	}
@@ -551,7 +551,7 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 		c->p.timeout_ms = timeout;
 	}
 	c->in_call++;
-	int rc = mpa_send_reply(c, &c->p);
+	int rc = uiw_mpa_send_reply(c, &c->p);
 
 	leave(c);
 	return rc;
@@ -568,7 +568,7 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 		if (c->deadline == 0 || now < c->deadline)
 			continue;
 		mpa_count(m, UIW_MPA_C_timeout);
-		mpa_set_reason(c, -ETIMEDOUT, "no MPA %s within %u ms",
+		uiw_mpa_set_reason(c, -ETIMEDOUT, "no MPA %s within %u ms",
 			       c->state == MPA_S_TCP_CONNECTING || c->state == MPA_S_WAIT_REPLY ? "Reply"
 			       : c->state == MPA_S_WAIT_REQUEST ? "Request" : "RTR",
 			       c->p.timeout_ms);

@@ -77,21 +77,21 @@ static inline void mpa_count(struct uiw_mpa *m, enum uiw_mpa_counter k)
 }
 
 /* mpa_conn.c */
-void mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+void uiw_mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
+void uiw_mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len);
-int mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold);
-void mpa_start_full(struct uiw_mpa_conn *c);
-void mpa_deliver_established(struct uiw_mpa_conn *c);
+int uiw_mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len);
+int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold);
+void uiw_mpa_start_full(struct uiw_mpa_conn *c);
+void uiw_mpa_deliver_established(struct uiw_mpa_conn *c);
 
 /* mpa_nego.c */
-void mpa_send_request(struct uiw_mpa_conn *c);
-struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m);
-struct rte_mbuf *mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m);
-int mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p);
-bool mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
-bool mpa_read_resp_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+void uiw_mpa_send_request(struct uiw_mpa_conn *c);
+struct rte_mbuf *uiw_mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m);
+struct rte_mbuf *uiw_mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m);
+int uiw_mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p);
+bool uiw_mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
+bool uiw_mpa_read_resp_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
 
 #endif

@@ -57,10 +57,10 @@ static int send_rr(struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *in)
 	uint8_t buf[UIW_MPA_RR_LEN + UIW_MPA_PD_MAX];
 	size_t len = uiw_mpa_rr_build(in, buf, sizeof(buf));
 
-	return len == 0 ? -EINVAL : mpa_send_bytes(c, buf, (uint32_t)len);
+	return len == 0 ? -EINVAL : uiw_mpa_send_bytes(c, buf, (uint32_t)len);
 }
 
-void mpa_send_request(struct uiw_mpa_conn *c)
+void uiw_mpa_send_request(struct uiw_mpa_conn *c)
 {
 	const struct uiw_mpa_params *p = &c->p;
 	struct uiw_mpa_rr_info in = {
@@ -76,7 +76,7 @@ void mpa_send_request(struct uiw_mpa_conn *c)
 		in.rtr_read = (p->rtr & UIW_MPA_RTR_READ) != 0;
 	}
 	if (send_rr(c, &in) != 0) {
-		mpa_fail(c, -ENOMEM, "cannot send the MPA Request");
+		uiw_mpa_fail(c, -ENOMEM, "cannot send the MPA Request");
 		return;
 	}
 	mpa_count(c->m, UIW_MPA_C_req_tx);
@@ -117,7 +117,7 @@ static int send_rtr(struct uiw_mpa_conn *c)
 		break;
 	}
 	mpa_count(c->m, UIW_MPA_C_rtr_tx);
-	return mpa_send_fpdu(c, &iov, 1, c->release_at != 0);
+	return uiw_mpa_send_fpdu(c, &iov, 1, c->release_at != 0);
 }
 
 /* Initiator: what the Reply settles (RFC 5044 §7.1.2, RFC 6581 §5-§6). @return the LLP
@@ -164,7 +164,7 @@ static uint8_t settle_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info
 	return 0;
 }
 
-struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
+struct rte_mbuf *uiw_mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 {
 	struct uiw_mpa_rr_info rep;
 	struct rte_mbuf *rest;
@@ -182,7 +182,7 @@ struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	}
 	if (rep.reject) {
 		mpa_count(c->m, UIW_MPA_C_reject_rx);
-		mpa_set_reason(c, -ECONNREFUSED, "rejected by the responder (R=1, %u octets of private data)",
+		uiw_mpa_set_reason(c, -ECONNREFUSED, "rejected by the responder (R=1, %u octets of private data)",
 			       rep.pd_len);
 		if (c->ops != NULL && c->ops->rejected != NULL)
 			c->ops->rejected(c->user, c, rep.pd, rep.pd_len);
@@ -202,20 +202,20 @@ struct rte_mbuf *mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	c->info.pd = rep.pd;
 	c->info.pd_len = rep.pd_len;
 	c->deadline = 0;   /* the Reply came: the connect timer is done */
-	mpa_start_full(c);
+	uiw_mpa_start_full(c);
 	if (c->p.first_delay_us > 0)
 		c->release_at = uiw_now_ns() + (uint64_t)c->p.first_delay_us * 1000u;
 	if (c->info.p2p && send_rtr(c) != 0) {
-		mpa_fail(c, -ENOMEM, "cannot send the RTR");
+		uiw_mpa_fail(c, -ENOMEM, "cannot send the RTR");
 		rte_pktmbuf_free(rest);
 		return NULL;
 	}
 	c->state = MPA_S_FULL;
-	mpa_deliver_established(c);
+	uiw_mpa_deliver_established(c);
 	return rest;
 }
 
-struct rte_mbuf *mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m)
+struct rte_mbuf *uiw_mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 {
 	struct rte_mbuf *rest;
 	enum uiw_mpa_parse r = rr_take(c, m, false, c->p.pd_max, &c->req, &rest);
@@ -238,7 +238,7 @@ struct rte_mbuf *mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 			.enhanced = rev == UIW_MPA_REV2 &&
 				    (r == UIW_MPA_PARSE_BAD_REV || (c->rr[16] & UIW_MPA_FLAG_ENHANCED)),
 		};
-		mpa_set_reason(c, -EPROTO, "bad Request: %s", uiw_mpa_parse_name(r));
+		uiw_mpa_set_reason(c, -EPROTO, "bad Request: %s", uiw_mpa_parse_name(r));
 		uiw_mpa_reject(c, NULL, 0);
 		return NULL;
 	}
@@ -255,7 +255,7 @@ struct rte_mbuf *mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	if (c->req.markers && !c->p.markers_ok) {
 		/* As siw: a Reply with R=1 and M clear (WIRE.md §1.5). */
 		mpa_count(c->m, UIW_MPA_C_markers_refused);
-		mpa_set_reason(c, -ECONNREFUSED, "Request asks for Markers; mpa_markers_ok is 0");
+		uiw_mpa_set_reason(c, -ECONNREFUSED, "Request asks for Markers; mpa_markers_ok is 0");
 		uiw_mpa_reject(c, NULL, 0);
 		return NULL;
 	}
@@ -300,7 +300,7 @@ static void settle_request(struct uiw_mpa_conn *c, const struct uiw_mpa_params *
 	c->expect_rtr = true;
 }
 
-int mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p)
+int uiw_mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p)
 {
 	struct uiw_mpa_info *n = &c->info;
 	struct uiw_mpa_rr_info out;
@@ -316,18 +316,18 @@ int mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p)
 	if (p->pd_len + (out.enhanced ? UIW_MPA_V2_LEN : 0) > UIW_MPA_PD_MAX)
 		return -EINVAL;
 	if (send_rr(c, &out) != 0) {
-		mpa_fail(c, -ENOMEM, "cannot send the MPA Reply");
+		uiw_mpa_fail(c, -ENOMEM, "cannot send the MPA Reply");
 		return 0;
 	}
 	mpa_count(c->m, UIW_MPA_C_rep_tx);
 	n->pd = c->req.pd;
 	n->pd_len = c->req.pd_len;
-	mpa_start_full(c);
+	uiw_mpa_start_full(c);
 	c->state = MPA_S_WAIT_FIRST;
 	if (c->expect_rtr)
 		c->deadline = uiw_now_ns() + (uint64_t)c->p.timeout_ms * UIW_NS_PER_MS;
 	else
-		mpa_deliver_established(c);
+		uiw_mpa_deliver_established(c);
 	return 0;
 }
 
@@ -347,7 +347,7 @@ int uiw_mpa_reject(struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t pd_len)
 	if (send_rr(c, &out) == 0)
 		mpa_count(c->m, UIW_MPA_C_reject_tx);
 	if (c->err == 0)
-		mpa_set_reason(c, -ECONNREFUSED, "Request rejected (R=1)");
+		uiw_mpa_set_reason(c, -ECONNREFUSED, "Request rejected (R=1)");
 	uiw_mpa_close(c);
 	return 0;
 }
@@ -358,7 +358,7 @@ static uint32_t ulpdu_head(const struct uiw_mpa_ulpdu *u, void *buf, uint32_t ca
 }
 
 /* Responder in peer-to-peer mode: the first FPDU must be the RTR agreed on. */
-bool mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+bool uiw_mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
 {
 	struct {
 		struct uiw_ddp_untagged h;
@@ -400,17 +400,17 @@ bool mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
 
 		uiw_ddp_tagged_set(&resp, UIW_DDP_T | UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
 				   uiw_rdmap_rr_sink_stag(&rd.rr), uiw_rdmap_rr_sink_to(&rd.rr));
-		if (mpa_send_fpdu(c, &iov, 1, false) != 0) {
-			mpa_fail(c, -ENOMEM, "cannot answer the Read RTR");
+		if (uiw_mpa_send_fpdu(c, &iov, 1, false) != 0) {
+			uiw_mpa_fail(c, -ENOMEM, "cannot answer the Read RTR");
 			return false;
 		}
 	}
-	mpa_deliver_established(c);
+	uiw_mpa_deliver_established(c);
 	return true;
 }
 
 /* Initiator after a Read RTR: the responder's empty Read Response is MPA's, not DDP's. */
-bool mpa_read_resp_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
+bool uiw_mpa_read_resp_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
 {
 	struct uiw_ddp_tagged t;
 

@@ -71,19 +71,19 @@ static inline void qp_count(struct uiw_qp *qp, enum uiw_rdmap_counter k)
 }
 
 /* rdmap_qp.c */
-void qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc);
-void qp_complete_sq(struct uiw_qp *qp);
-void qp_error(struct uiw_qp *qp, const char *why);
-bool qp_take_recv(struct uiw_qp *qp);
+void uiw_qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc);
+void uiw_qp_complete_sq(struct uiw_qp *qp);
+void uiw_qp_error(struct uiw_qp *qp, const char *why);
+bool uiw_qp_take_recv(struct uiw_qp *qp);
 
 /* rdmap_tx.c */
-void qp_pump(struct uiw_qp *qp);
-void qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+void uiw_qp_pump(struct uiw_qp *qp);
+void uiw_qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
 		       const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
 		       const char *why);
 
 /* rdmap_rx.c: the segments the QP's DDP stream hands up. */
-int qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+int uiw_qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
 	  enum uiw_ddp_parse pr);
 
 #endif

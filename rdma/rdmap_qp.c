@@ -45,7 +45,7 @@ void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only)
 	cq->solicited_only = solicited_only;
 }
 
-void qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
+void uiw_qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
 {
 	if (uiw_ring_full(&cq->ring)) {
 		cq->overflow++;   /* the owner sized the CQ below its queues */
@@ -67,7 +67,7 @@ static enum uiw_wc_op wc_op(enum uiw_wr_op op)
 }
 
 /* Completions leave in posting order: a Send behind an unanswered Read waits for it. */
-void qp_complete_sq(struct uiw_qp *qp)
+void uiw_qp_complete_sq(struct uiw_qp *qp)
 {
 	while (qp->sq.comp != qp->sq.tx) {
 		struct uiw_sq_entry *e = &qp->sq.e[qp->sq.comp & qp->sq.mask];
@@ -78,7 +78,7 @@ void qp_complete_sq(struct uiw_qp *qp)
 			struct uiw_wc wc = { .wr_id = e->wr.wr_id, .status = e->status,
 					     .op = wc_op(e->wr.op), .byte_len = e->len, .qp_num = qp->qp_num };
 
-			qp_cq_push(qp->scq, &wc);
+			uiw_qp_cq_push(qp->scq, &wc);
 		}
 		qp->sq.comp++;
 	}
@@ -87,10 +87,10 @@ void qp_complete_sq(struct uiw_qp *qp)
 /* The QP's DDP stream hands segments and send space here (MPA -> DDP -> RDMAP). */
 static void on_writable(void *arg)
 {
-	qp_pump(arg);
+	uiw_qp_pump(arg);
 }
 
-static const struct uiw_ddp_ulp qp_ddp_ulp = { .segment = qp_rx, .writable = on_writable };
+static const struct uiw_ddp_ulp qp_ddp_ulp = { .segment = uiw_qp_rx, .writable = on_writable };
 
 int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 {
@@ -156,13 +156,13 @@ static void flush_queues(struct uiw_qp *qp)
 		}
 	}
 	qp->sq.tx = qp->sq.tail;
-	qp_complete_sq(qp);
+	uiw_qp_complete_sq(qp);
 	if (qp->rx_have_cur) {
 		struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .status = UIW_WC_WR_FLUSH_ERR,
 				     .op = UIW_WC_RECV, .qp_num = qp->qp_num };
 
 		qp->rx_have_cur = false;
-		qp_cq_push(qp->rcq, &wc);
+		uiw_qp_cq_push(qp->rcq, &wc);
 		qp_count(qp, UIW_RDMAP_C_flushed);
 	}
 	/* A shared queue's receives stay for its other QPs. */
@@ -170,7 +170,7 @@ static void flush_queues(struct uiw_qp *qp)
 		struct uiw_wc wc = { .wr_id = qp->rq[uiw_ring_pop(&qp->rq_ring)].wr_id,
 				     .status = UIW_WC_WR_FLUSH_ERR, .op = UIW_WC_RECV, .qp_num = qp->qp_num };
 
-		qp_cq_push(qp->rcq, &wc);
+		uiw_qp_cq_push(qp->rcq, &wc);
 		qp_count(qp, UIW_RDMAP_C_flushed);
 	}
 }
@@ -195,7 +195,7 @@ static bool flushing(struct uiw_qp *qp)
 	return true;
 }
 
-void qp_error(struct uiw_qp *qp, const char *why)
+void uiw_qp_error(struct uiw_qp *qp, const char *why)
 {
 	if (qp->state == UIW_QPS_ERROR)
 		return;
@@ -219,7 +219,7 @@ bool uiw_qp_posted(struct uiw_qp *qp)
 void uiw_qp_kick(struct uiw_qp *qp)
 {
 	if (qp->state == UIW_QPS_RTS)
-		qp_pump(qp);
+		uiw_qp_pump(qp);
 }
 
 int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
@@ -234,7 +234,7 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 	*slot = *wr;
 	uiw_sq_commit(&qp->sq);
 	if (uiw_qp_posted(qp))
-		qp_pump(qp);
+		uiw_qp_pump(qp);
 	return 0;
 }
 
@@ -267,7 +267,7 @@ int uiw_srq_post(struct uiw_srq *srq, const struct uiw_recv_wr *wr)
 }
 
 /* The receive for a new Send: the QP's own queue, or its shared one. */
-bool qp_take_recv(struct uiw_qp *qp)
+bool uiw_qp_take_recv(struct uiw_qp *qp)
 {
 	if (qp->srq != NULL) {
 		struct uiw_srq *s = qp->srq;
@@ -316,7 +316,7 @@ void uiw_qp_disconnect(struct uiw_qp *qp)
 void uiw_qp_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
 		      const char *why)
 {
-	qp_send_terminate(qp, layer, etype, code, NULL, NULL, false, why);
+	uiw_qp_send_terminate(qp, layer, etype, code, NULL, NULL, false, why);
 }
 
 enum uiw_qp_state uiw_qp_state(const struct uiw_qp *qp) { return qp->state; }
@@ -332,7 +332,7 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 {
 	struct uiw_qp *qp = user;
 
-	/* From here ULPDUs go MPA -> DDP -> qp_rx, whoever owns the connection's events. */
+	/* From here ULPDUs go MPA -> DDP -> uiw_qp_rx, whoever owns the connection's events. */
 	uiw_ddp_stream_attach(&qp->ddp, c);
 	qp->ord = n->ord < UIW_MPA_IRD_ORD_MAX ? n->ord : UIW_MPA_IRD_ORD_MAX;
 	qp->ird = n->ird < UIW_MPA_IRD_ORD_MAX ? n->ird : UIW_MPA_IRD_ORD_MAX;
@@ -345,7 +345,7 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 		qp->state = UIW_QPS_RTS;
 	if (qp->events != NULL && qp->events->established != NULL)
 		qp->events->established(qp->event_arg, qp, n);
-	qp_pump(qp);
+	uiw_qp_pump(qp);
 }
 
 static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t len)
@@ -353,7 +353,7 @@ static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, u
 	(void)c;
 	(void)pd;
 	(void)len;
-	qp_error(user, "connection rejected by the peer");
+	uiw_qp_error(user, "connection rejected by the peer");
 }
 
 
@@ -365,7 +365,7 @@ static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
 	snprintf(why, sizeof(why), "connection closed: %s", uiw_mpa_reason(c));
 	uiw_ddp_stream_detach(&qp->ddp);
 	if (err != 0 || qp->state != UIW_QPS_ERROR)
-		qp_error(qp, why);
+		uiw_qp_error(qp, why);
 	if (qp->events != NULL && qp->events->closed != NULL)
 		qp->events->closed(qp->event_arg, qp);
 }

@@ -17,7 +17,7 @@ static int term(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
 		const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
 		const char *why)
 {
-	qp_send_terminate(qp, layer, etype, code, u, s, rdmap_hdr, why);
+	uiw_qp_send_terminate(qp, layer, etype, code, u, s, rdmap_hdr, why);
 	return 1;   /* nothing more from this stream is placed */
 }
 
@@ -83,8 +83,8 @@ static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const 
 	e->len = o->placed;
 	uiw_ring_pop(&qp->orq_ring);
 	qp_count(qp, UIW_RDMAP_C_rx_read_resp);
-	qp_complete_sq(qp);
-	qp_pump(qp);   /* the ORD has room again */
+	uiw_qp_complete_sq(qp);
+	uiw_qp_pump(qp);   /* the ORD has room again */
 	return 0;
 }
 
@@ -108,7 +108,7 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 
 	qp->rx_have_cur = false;
 	qp_count(qp, UIW_RDMAP_C_rx_send);
-	qp_cq_push(qp->rcq, &wc);
+	uiw_qp_cq_push(qp->rcq, &wc);
 	return 0;
 }
 
@@ -133,7 +133,7 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}
 	if (!qp->rx_have_cur)
-		qp_take_recv(qp);   /* the first segment claims the receive */
+		uiw_qp_take_recv(qp);   /* the first segment claims the receive */
 	const struct uiw_recv_wr *r = &qp->rx_cur;
 
 	if (uiw_ddp_untagged_place(&qp->ddp, u, s, r->sg, r->nsge) != 0) {
@@ -141,7 +141,7 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 				     .qp_num = qp->qp_num };
 
 		qp->rx_have_cur = false;
-		qp_cq_push(qp->rcq, &wc);
+		uiw_qp_cq_push(qp->rcq, &wc);
 		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_TOO_LONG, u, s, "Send longer than the receive buffer");
 	}
 	return s->last ? send_done(qp, u, s, op) : 0;
@@ -191,7 +191,7 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 		.src = { src, size } };
 	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_READ_REQ);
 	qp_count(qp, UIW_RDMAP_C_rx_read_req);
-	qp_pump(qp);
+	uiw_qp_pump(qp);
 	return 0;
 }
 
@@ -213,7 +213,7 @@ static int rx_term(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 	qp_count(qp, UIW_RDMAP_C_term_rx);
 	snprintf(why, sizeof(why), "Terminate received: layer %u etype %u code 0x%02x%s",
 		 qp->term_rx.layer, qp->term_rx.etype, t.code, siw ? " (siw bit order)" : "");
-	qp_error(qp, why);
+	uiw_qp_error(qp, why);
 	if (qp->ddp.conn != NULL)
 		uiw_mpa_close(qp->ddp.conn);
 	return 1;
@@ -237,7 +237,7 @@ static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	return rx_send(qp, u, s, op);
 }
 
-int qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *seg,
+int uiw_qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *seg,
 	  enum uiw_ddp_parse pr)
 {
 	struct uiw_qp *qp = arg;

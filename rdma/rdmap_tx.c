@@ -58,7 +58,7 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 		}
 	}
 	qp->sq.tx++;
-	qp_complete_sq(qp);
+	uiw_qp_complete_sq(qp);
 }
 
 static int tx_irq(struct uiw_qp *qp)
@@ -135,7 +135,7 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 			e->done = true;
 			e->status = UIW_WC_LOC_PROT_ERR;
 			qp_count(qp, UIW_RDMAP_C_tx_bad_lkey);
-			qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
+			uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
 					  "a work request's SGE is outside its lkey's region");
 			return false;
 		}
@@ -143,7 +143,7 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 	return true;
 }
 
-void qp_pump(struct uiw_qp *qp)
+void uiw_qp_pump(struct uiw_qp *qp)
 {
 	while (qp->ddp.conn != NULL) {
 		if (qp->tx_kind == TX_IDLE) {
@@ -164,7 +164,7 @@ void qp_pump(struct uiw_qp *qp)
 			return;   /* out of room: writable brings us back */
 		qp->tx_kind = TX_IDLE;
 		if (rc < 0) {
-			qp_error(qp, "cannot send: MPA refused a segment");
+			uiw_qp_error(qp, "cannot send: MPA refused a segment");
 			return;
 		}
 		finish(qp, kind);
@@ -196,7 +196,7 @@ static uint32_t term_body(uint8_t *b, uint8_t layer, uint8_t etype, uint8_t code
 	return n;
 }
 
-void qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
+void uiw_qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t code,
 		       const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s, bool rdmap_hdr,
 		       const char *why)
 {
@@ -209,8 +209,8 @@ void qp_send_terminate(struct uiw_qp *qp, uint8_t layer, uint8_t etype, uint8_t 
 	snprintf(text, sizeof(text), "Terminate sent (layer %u etype %u code 0x%02x): %s", layer,
 		 etype, code, why);
 	/* What was under way is flushed; the Terminate goes after the message on the wire. */
-	qp_error(qp, text);
+	uiw_qp_error(qp, text);
 	qp->state = UIW_QPS_TERMINATE;
 	qp->term_pending = true;
-	qp_pump(qp);
+	uiw_qp_pump(qp);
 }

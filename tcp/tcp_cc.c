@@ -8,7 +8,7 @@
 
 #define DUPACK_THRESHOLD 3 /* RFC 5681 §3.2 */
 
-uint32_t tcp_flight(const struct uiw_tcp_conn *c)
+uint32_t uiw_tcp_flight(const struct uiw_tcp_conn *c)
 {
 	return c->snd_max - c->snd_una;
 }
@@ -28,7 +28,7 @@ static uint32_t sacked_above(const struct uiw_tcp_conn *c, uint32_t seq)
  * RFC 6675 §4 SetPipe: bytes in flight that are neither SACKed nor deemed lost (a hole
  * with more than DupThresh-1 segments SACKed above it), plus what was retransmitted.
  */
-uint32_t tcp_pipe(const struct uiw_tcp_conn *c)
+uint32_t uiw_tcp_pipe(const struct uiw_tcp_conn *c)
 {
 	uint32_t pipe = 0, pos = c->snd_una;
 	uint32_t lost_thresh = (DUPACK_THRESHOLD - 1) * (uint32_t)c->mss;
@@ -55,7 +55,7 @@ uint32_t tcp_pipe(const struct uiw_tcp_conn *c)
  * fewer duplicates are enough. */
 static uint32_t dupthresh(const struct uiw_tcp_conn *c)
 {
-	uint32_t oseg = (tcp_flight(c) + c->mss - 1) / c->mss;
+	uint32_t oseg = (uiw_tcp_flight(c) + c->mss - 1) / c->mss;
 	bool unsent = c->sq.bytes > c->snd_max - c->snd_una;
 
 	if (!unsent && oseg <= DUPACK_THRESHOLD)
@@ -63,7 +63,7 @@ static uint32_t dupthresh(const struct uiw_tcp_conn *c)
 	return DUPACK_THRESHOLD;
 }
 
-void tcp_cc_init(struct uiw_tcp_conn *c)
+void uiw_tcp_cc_init(struct uiw_tcp_conn *c)
 {
 	c->cwnd = 10u * c->mss;
 	c->ssthresh = 0x7fffffff;
@@ -74,7 +74,7 @@ static void enter_recovery(struct uiw_tcp_conn *c)
 	struct uiw_tcp *t = c->tcp;
 
 	/* RFC 5681 §3.2 (2): ssthresh = max(FlightSize / 2, 2 * SMSS). */
-	c->ssthresh = u32_max(tcp_flight(c) / 2, 2u * c->mss);
+	c->ssthresh = u32_max(uiw_tcp_flight(c) / 2, 2u * c->mss);
 	c->recover = c->snd_max;
 	c->flags |= TF_IN_RECOVERY;
 	c->st.fast_retransmits++;
@@ -87,7 +87,7 @@ static void enter_recovery(struct uiw_tcp_conn *c)
 		int n;
 
 		c->cwnd = c->ssthresh;
-		while (tcp_sack_is_sacked(c, seq, &end))
+		while (uiw_tcp_sack_is_sacked(c, seq, &end))
 			seq = end;
 		len = u32_min(c->mss, c->snd_max - seq);
 		for (unsigned i = 0; i < c->nscore; i++)
@@ -95,9 +95,9 @@ static void enter_recovery(struct uiw_tcp_conn *c)
 				len = u32_min(len, c->score[i][0] - seq);
 				break;
 			}
-		n = len > 0 ? tcp_send_segment(c, seq, len, UIW_TCP_ACK) : 0;
+		n = len > 0 ? uiw_tcp_send_segment(c, seq, len, UIW_TCP_ACK) : 0;
 		if (n > 0)
-			tcp_sent_data(c, seq, (uint32_t)n);
+			uiw_tcp_sent_data(c, seq, (uint32_t)n);
 		c->high_rxt = seq + (uint32_t)(n > 0 ? n : 0);
 		c->rxt_snd_max = c->snd_max;
 		return;
@@ -105,15 +105,15 @@ static void enter_recovery(struct uiw_tcp_conn *c)
 	/* RFC 6582 §3.2 (2), (3): retransmit snd_una; cwnd = ssthresh + 3 * SMSS. */
 	c->cwnd = c->ssthresh + DUPACK_THRESHOLD * c->mss;
 	{
-		int n = tcp_send_segment(c, c->snd_una, u32_min(c->mss, tcp_flight(c)), UIW_TCP_ACK);
+		int n = uiw_tcp_send_segment(c, c->snd_una, u32_min(c->mss, uiw_tcp_flight(c)), UIW_TCP_ACK);
 
 		if (n > 0)
-			tcp_sent_data(c, c->snd_una, (uint32_t)n);
+			uiw_tcp_sent_data(c, c->snd_una, (uint32_t)n);
 	}
 }
 
 /* A duplicate ACK: inflate during NewReno recovery, or start a recovery. */
-void tcp_cc_dupack(struct uiw_tcp_conn *c)
+void uiw_tcp_cc_dupack(struct uiw_tcp_conn *c)
 {
 	c->dupacks++;
 	if (c->flags & TF_IN_RECOVERY) {
@@ -146,7 +146,7 @@ static void grow(struct uiw_tcp_conn *c, uint32_t acked)
 	}
 }
 
-void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
+void uiw_tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
 {
 	c->dupacks = 0;
 	if (!(c->flags & TF_IN_RECOVERY)) {
@@ -156,7 +156,7 @@ void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
 	if (seq_ge(s->ack, c->recover)) {
 		/* RFC 6582 §3.2 (5) full acknowledgment; RFC 6675 §5 end of recovery. */
 		c->flags &= (uint16_t)~TF_IN_RECOVERY;
-		c->cwnd = u32_min(c->ssthresh, u32_max(tcp_flight(c), (uint32_t)c->mss) + c->mss);
+		c->cwnd = u32_min(c->ssthresh, u32_max(uiw_tcp_flight(c), (uint32_t)c->mss) + c->mss);
 		c->bytes_acked = 0;
 		return;
 	}
@@ -164,10 +164,10 @@ void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
 		return; /* the output sends the next hole by the pipe */
 	/* RFC 6582 §3.2 (5) partial acknowledgment: the next hole now, deflate the window. */
 	{
-		int n = tcp_send_segment(c, c->snd_una, u32_min(c->mss, tcp_flight(c)), UIW_TCP_ACK);
+		int n = uiw_tcp_send_segment(c, c->snd_una, u32_min(c->mss, uiw_tcp_flight(c)), UIW_TCP_ACK);
 
 		if (n > 0)
-			tcp_sent_data(c, c->snd_una, (uint32_t)n);
+			uiw_tcp_sent_data(c, c->snd_una, (uint32_t)n);
 	}
 	c->cwnd = c->cwnd > acked ? c->cwnd - acked : c->mss;
 	if (acked >= c->mss)
@@ -181,7 +181,7 @@ void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s)
  * retransmitted again instead of waiting for the timer (the idea of RFC 8985's RACK,
  * with sequence numbers standing in for send times).
  */
-void tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c)
+void uiw_tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c)
 {
 	uint32_t high_sacked;
 
@@ -195,10 +195,10 @@ void tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c)
 	}
 }
 
-void tcp_cc_rto(struct uiw_tcp_conn *c)
+void uiw_tcp_cc_rto(struct uiw_tcp_conn *c)
 {
 	/* RFC 5681 §3.1 (4): ssthresh from the flight, cwnd one segment. */
-	c->ssthresh = u32_max(tcp_flight(c) / 2, 2u * c->mss);
+	c->ssthresh = u32_max(uiw_tcp_flight(c) / 2, 2u * c->mss);
 	c->cwnd = c->mss;
 	c->bytes_acked = 0;
 	c->dupacks = 0;
@@ -256,7 +256,7 @@ static void score_add(struct uiw_tcp_conn *c, uint32_t s, uint32_t e)
 	}
 }
 
-void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
+void uiw_tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
 {
 	unsigned k = 0;
 
@@ -279,7 +279,7 @@ void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
 	score_recount(c);
 }
 
-bool tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end)
+bool uiw_tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end)
 {
 	for (unsigned i = 0; i < c->nscore; i++) {
 		if (seq_in(seq, c->score[i][0], c->score[i][1])) {

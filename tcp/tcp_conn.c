@@ -84,7 +84,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->sq_mbufs_max = t->port->pool != NULL ? t->port->pool->size * 3 / 4 : UINT32_MAX;
 	bit = rte_mbuf_dynflag_register(&record_flag);
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;
-	net->tcp_input = tcp_input;
+	net->tcp_input = uiw_tcp_input;
 	net->tcp_ctx = t;
 	*out = t;
 	return 0;
@@ -98,7 +98,7 @@ void uiw_tcp_destroy(struct uiw_tcp *t)
 		for (unsigned i = 0; i < t->max_conns; i++)
 			if (t->conns[i].state != UIW_TCP_CLOSED) {
 				t->conns[i].flags |= TF_DETACHED;
-				tcp_conn_free(&t->conns[i]);
+				uiw_tcp_conn_free(&t->conns[i]);
 			}
 	if (t->net != NULL && t->net->tcp_ctx == t) {
 		t->net->tcp_input = NULL;
@@ -120,7 +120,7 @@ static uint32_t tuple_hash(const struct uiw_tcp *t, uint32_t raddr, uint16_t lpo
 	return (uint32_t)x & t->hash_mask;
 }
 
-struct uiw_tcp_conn *tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+struct uiw_tcp_conn *uiw_tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
 				uint32_t raddr, uint16_t rport)
 {
 	struct uiw_tcp_conn *c = t->hash[tuple_hash(t, raddr, lport, rport)];
@@ -131,7 +131,7 @@ struct uiw_tcp_conn *tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lpor
 	return NULL;
 }
 
-struct uiw_tcp_conn *tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+struct uiw_tcp_conn *uiw_tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
 				  uint32_t raddr, uint16_t rport)
 {
 	struct uiw_tcp_conn *c = t->free_list;
@@ -179,7 +179,7 @@ static void blocked_remove(struct uiw_tcp_conn *c)
 }
 
 /* Releases the TCB and everything it holds. No callback, nothing sent. */
-void tcp_conn_free(struct uiw_tcp_conn *c)
+void uiw_tcp_conn_free(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	struct uiw_tcp_conn **pp = &t->hash[tuple_hash(t, c->raddr, c->lport, c->rport)];
@@ -194,9 +194,9 @@ void tcp_conn_free(struct uiw_tcp_conn *c)
 		pending_remove(c);
 	if (c->flags & TF_TX_BLOCKED)
 		blocked_remove(c);
-	tcp_timer_remove(c);
-	tcp_sndq_clear(c);
-	tcp_reass_clear(c);
+	uiw_tcp_timer_remove(c);
+	uiw_tcp_sndq_clear(c);
+	uiw_tcp_reass_clear(c);
 	if ((c->flags & TF_PASSIVE) && c->listener != NULL && c->listener->pending > 0)
 		c->listener->pending--;
 	c->state = UIW_TCP_CLOSED;
@@ -206,7 +206,7 @@ void tcp_conn_free(struct uiw_tcp_conn *c)
 }
 
 /* The connection ends: the layer above hears why, then the TCB is freed. */
-void tcp_conn_drop(struct uiw_tcp_conn *c, int err)
+void uiw_tcp_conn_drop(struct uiw_tcp_conn *c, int err)
 {
 	struct uiw_tcp *t = c->tcp;
 
@@ -220,10 +220,10 @@ void tcp_conn_drop(struct uiw_tcp_conn *c, int err)
 	tcp_count(t, UIW_TCP_C_conn_closed);
 	if (!(c->flags & (TF_DETACHED | TF_PASSIVE)) && c->ops != NULL && c->ops->closed != NULL)
 		c->ops->closed(c->user, c, err);
-	tcp_conn_free(c);
+	uiw_tcp_conn_free(c);
 }
 
-void tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s)
+void uiw_tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s)
 {
 	UIW_DEBUG("tcp %u->%u: %s -> %s", c->lport, c->rport, state_names[c->state], state_names[s]);
 	c->state = (uint8_t)s;
@@ -231,7 +231,7 @@ void tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s)
 
 /* RFC 6528 §3: ISN = M + F(localip, localport, remoteip, remoteport, secretkey), M a
  * 4-microsecond clock, F a keyed PRF (SipHash-2-4). */
-uint32_t tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
+uint32_t uiw_tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		 uint16_t rport, uint64_t now)
 {
 	uint32_t tuple[3] = { laddr, raddr, ((uint32_t)lport << 16) | rport };
@@ -240,12 +240,12 @@ uint32_t tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t rad
 }
 
 /* The timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms to 1 s per tick). */
-uint32_t tcp_ts_now(const struct uiw_tcp *t)
+uint32_t uiw_tcp_ts_now(const struct uiw_tcp *t)
 {
 	return (uint32_t)((t->now - t->epoch) / UIW_NS_PER_MS) + (uint32_t)t->isn_key[0];
 }
 
-struct uiw_tcp_listener *tcp_listener(struct uiw_tcp *t, uint16_t port)
+struct uiw_tcp_listener *uiw_tcp_listener_find(struct uiw_tcp *t, uint16_t port)
 {
 	for (unsigned i = 0; i < TCP_MAX_LISTENERS; i++)
 		if (t->listeners[i].port == port)
@@ -254,7 +254,7 @@ struct uiw_tcp_listener *tcp_listener(struct uiw_tcp *t, uint16_t port)
 }
 
 /* Parameters every new TCB starts from (RFC 6298 §2.1: RTO 1 s before any sample). */
-void tcp_init_conn_params(struct uiw_tcp_conn *c)
+void uiw_tcp_init_conn_params(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 
@@ -271,9 +271,9 @@ int uiw_tcp_listen(struct uiw_tcp *t, uint16_t port, unsigned backlog,
 
 	if (port == 0)
 		return -EINVAL;
-	if (tcp_listener(t, port) != NULL)
+	if (uiw_tcp_listener_find(t, port) != NULL)
 		return -EADDRINUSE;
-	l = tcp_listener(t, 0);
+	l = uiw_tcp_listener_find(t, 0);
 	if (l == NULL)
 		return -ENOSPC;
 	l->port = port;
@@ -286,7 +286,7 @@ int uiw_tcp_listen(struct uiw_tcp *t, uint16_t port, unsigned backlog,
 
 void uiw_tcp_unlisten(struct uiw_tcp *t, uint16_t port)
 {
-	struct uiw_tcp_listener *l = tcp_listener(t, port);
+	struct uiw_tcp_listener *l = uiw_tcp_listener_find(t, port);
 
 	if (l == NULL)
 		return;
@@ -294,8 +294,8 @@ void uiw_tcp_unlisten(struct uiw_tcp *t, uint16_t port)
 		struct uiw_tcp_conn *c = &t->conns[i];
 
 		if (c->state != UIW_TCP_CLOSED && c->listener == l && (c->flags & TF_PASSIVE)) {
-			tcp_send_rst(c);
-			tcp_conn_free(c);
+			uiw_tcp_send_rst(c);
+			uiw_tcp_conn_free(c);
 		}
 	}
 	memset(l, 0, sizeof(*l));
@@ -309,7 +309,7 @@ static uint16_t pick_port(struct uiw_tcp *t, uint32_t raddr, uint16_t rport)
 		uint16_t p = t->next_port;
 
 		t->next_port = p == TCP_EPHEMERAL_HI ? TCP_EPHEMERAL_LO : (uint16_t)(p + 1);
-		if (tcp_listener(t, p) == NULL && tcp_lookup(t, t->net->ip, p, raddr, rport) == NULL)
+		if (uiw_tcp_listener_find(t, p) == NULL && uiw_tcp_lookup(t, t->net->ip, p, raddr, rport) == NULL)
 			return p;
 	}
 	return 0;
@@ -327,24 +327,24 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 	lport = pick_port(t, dst, port);
 	if (lport == 0)
 		return -EADDRNOTAVAIL;
-	c = tcp_conn_new(t, t->net->ip, lport, dst, port);
+	c = uiw_tcp_conn_new(t, t->net->ip, lport, dst, port);
 	if (c == NULL)
 		return -ENOMEM;
-	tcp_init_conn_params(c);
+	uiw_tcp_init_conn_params(c);
 	c->ops = ops;
 	c->user = user;
-	c->iss = tcp_isn(t, c->laddr, lport, dst, port, now);
+	c->iss = uiw_tcp_isn(t, c->laddr, lport, dst, port, now);
 	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
-	tcp_set_state(c, UIW_TCP_SYN_SENT);
-	rc = tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN);
+	uiw_tcp_set_state(c, UIW_TCP_SYN_SENT);
+	rc = uiw_tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN);
 	if (rc == -EHOSTUNREACH) {
-		tcp_conn_free(c);
+		uiw_tcp_conn_free(c);
 		return rc;
 	}
 	tcp_time_syn(c, now);
 	c->snd_nxt = c->snd_max = c->iss + 1;
 	c->t_rexmt = now + (uint64_t)c->rto_us * 1000ull;
-	tcp_timer_arm(c);
+	uiw_tcp_timer_arm(c);
 	tcp_count(t, UIW_TCP_C_conn_active);
 	*out = c;
 	return 0;
@@ -398,7 +398,7 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 	else
 		q->tail->next = m;
 	q->tail = last;
-	tcp_mark_pending(c);
+	uiw_tcp_mark_pending(c);
 	return 0;
 }
 
@@ -407,28 +407,28 @@ void uiw_tcp_close(struct uiw_tcp_conn *c)
 	switch (c->state) {
 	case UIW_TCP_SYN_SENT:
 		c->flags |= TF_DETACHED;
-		tcp_conn_drop(c, 0);
+		uiw_tcp_conn_drop(c, 0);
 		return;
 	case UIW_TCP_SYN_RECEIVED:
 	case UIW_TCP_ESTABLISHED:
-		tcp_set_state(c, UIW_TCP_FIN_WAIT_1);
+		uiw_tcp_set_state(c, UIW_TCP_FIN_WAIT_1);
 		break;
 	case UIW_TCP_CLOSE_WAIT:
-		tcp_set_state(c, UIW_TCP_LAST_ACK);
+		uiw_tcp_set_state(c, UIW_TCP_LAST_ACK);
 		break;
 	default:
 		return;
 	}
 	c->flags |= TF_FIN_QUEUED;
-	tcp_mark_pending(c);
+	uiw_tcp_mark_pending(c);
 }
 
 void uiw_tcp_abort(struct uiw_tcp_conn *c)
 {
 	if (c->state != UIW_TCP_SYN_SENT && c->state != UIW_TCP_TIME_WAIT)
-		tcp_send_rst(c);
+		uiw_tcp_send_rst(c);
 	c->flags |= TF_DETACHED;
-	tcp_conn_drop(c, -ECONNABORTED);
+	uiw_tcp_conn_drop(c, -ECONNABORTED);
 }
 
 void uiw_tcp_set_user(struct uiw_tcp_conn *c, const struct uiw_tcp_ops *ops, void *user)

@@ -69,7 +69,7 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 		return UIW_TCP_C_drop_flags;
 	if (s->sport == 0 || s->dport == 0)
 		return UIW_TCP_C_drop_bad_addr;
-	if (tcp_opts_parse((const uint8_t *)(th + 1), doff - UIW_TCP_HDR_LEN,
+	if (uiw_tcp_opts_parse((const uint8_t *)(th + 1), doff - UIW_TCP_HDR_LEN,
 			   (s->flags & UIW_TCP_SYN) != 0, &s->opt) != 0)
 		return UIW_TCP_C_drop_opt;
 	return UIW_NET_ACCEPT;
@@ -99,7 +99,7 @@ static void negotiate(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 		c->rcv_wscale = 0;
 	}
 	c->mss = (uint16_t)(u32_min(c->peer_mss, ours) - ((c->flags & TF_TS_OK) ? 12 : 0));
-	tcp_cc_init(c);
+	uiw_tcp_cc_init(c);
 }
 
 /* LISTEN (RFC 9293 §3.10.7.2): a SYN creates a TCB in SYN-RECEIVED. */
@@ -111,34 +111,34 @@ static void passive_open(struct uiw_tcp *t, struct uiw_tcp_listener *l, struct t
 		tcp_count(t, UIW_TCP_C_drop_backlog);
 		return;
 	}
-	c = tcp_conn_new(t, s->daddr, s->dport, s->saddr, s->sport);
+	c = uiw_tcp_conn_new(t, s->daddr, s->dport, s->saddr, s->sport);
 	if (c == NULL) {
 		tcp_count(t, UIW_TCP_C_drop_table_full);
 		return;
 	}
-	tcp_init_conn_params(c);
+	uiw_tcp_init_conn_params(c);
 	c->flags |= TF_PASSIVE;
 	c->listener = l;
 	l->pending++;
 	c->irs = s->seq;
 	c->rcv_nxt = s->seq + 1;
 	negotiate(c, s);
-	c->iss = tcp_isn(t, c->laddr, c->lport, c->raddr, c->rport, t->now);
+	c->iss = uiw_tcp_isn(t, c->laddr, c->lport, c->raddr, c->rport, t->now);
 	c->snd_una = c->snd_nxt = c->iss;
 	c->snd_wnd = s->wnd; /* RFC 7323 §2.2: the window of a SYN is never scaled */
 	c->snd_wl1 = s->seq;
 	c->snd_wl2 = c->iss;
-	tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
-	tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+	uiw_tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
+	uiw_tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
 	tcp_time_syn(c, t->now);
 	c->snd_nxt = c->snd_max = c->iss + 1;
 	c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
-	tcp_timer_arm(c);
+	uiw_tcp_timer_arm(c);
 }
 
 static void no_conn(struct uiw_tcp *t, struct tcp_seg *s)
 {
-	struct uiw_tcp_listener *l = tcp_listener(t, s->dport);
+	struct uiw_tcp_listener *l = uiw_tcp_listener_find(t, s->dport);
 
 	if (l != NULL && (s->flags & (UIW_TCP_SYN | UIW_TCP_ACK | UIW_TCP_RST)) == UIW_TCP_SYN) {
 		passive_open(t, l, s);
@@ -147,7 +147,7 @@ static void no_conn(struct uiw_tcp *t, struct tcp_seg *s)
 	tcp_count(t, UIW_TCP_C_drop_no_conn);
 	/* RFC 9293 §3.10.7.1: an incoming RST is discarded; anything else gets one. */
 	if (!(s->flags & UIW_TCP_RST))
-		tcp_send_rst_for(t, s);
+		uiw_tcp_send_rst_for(t, s);
 }
 
 /* Payload of the frame as its own mbuf, from sequence @p from (consumes s->m). */
@@ -178,13 +178,13 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	if (has_ack && (seq_le(s->ack, c->iss) || seq_gt(s->ack, c->snd_max))) {
 		tcp_count(t, UIW_TCP_C_drop_syn_ack_bad);
 		if (!(s->flags & UIW_TCP_RST))
-			tcp_send_rst_for(t, s);
+			uiw_tcp_send_rst_for(t, s);
 		return;
 	}
 	if (s->flags & UIW_TCP_RST) {
 		if (has_ack) {
 			tcp_count(t, UIW_TCP_C_conn_refused);
-			tcp_conn_drop(c, -ECONNREFUSED);
+			uiw_tcp_conn_drop(c, -ECONNREFUSED);
 		} else {
 			tcp_count(t, UIW_TCP_C_drop_flags);
 		}
@@ -203,8 +203,8 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->snd_wl2 = s->ack;
 	if (!has_ack) {
 		/* Simultaneous open: SYN-RECEIVED, our SYN again with an ACK. */
-		tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
-		tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+		uiw_tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
+		uiw_tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
 		return;
 	}
 	c->snd_una = s->ack;
@@ -212,9 +212,9 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->backoff = 0;
 	if (c->flags & TF_RTT_ACTIVE) {   /* a SYN sent once: its round trip is a sample */
 		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
-		tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+		uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
 	}
-	tcp_set_state(c, UIW_TCP_ESTABLISHED);
+	uiw_tcp_set_state(c, UIW_TCP_ESTABLISHED);
 	c->flags |= TF_ACK_NOW;
 	if (c->ops != NULL && c->ops->connected != NULL)
 		c->ops->connected(c->user, c);
@@ -234,7 +234,7 @@ static void challenge_ack(struct uiw_tcp_conn *c)
 		return;
 	}
 	tcp_count(t, UIW_TCP_C_challenge_ack);
-	tcp_send_ack(c);
+	uiw_tcp_send_ack(c);
 }
 
 /* RFC 9293 §3.10.7.4 first check: is any of the segment inside the receive window? */
@@ -274,7 +274,7 @@ static bool sync_checks(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	if (c->state == UIW_TCP_SYN_RECEIVED && (s->flags & UIW_TCP_SYN) && s->seq == c->irs &&
 	    !(s->flags & UIW_TCP_ACK)) {
 		/* The peer did not hear our SYN-ACK: say it again. */
-		tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
+		uiw_tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
 		return false;
 	}
 	if (!paws_ok(c, s) || !seq_acceptable(c, s)) {
@@ -299,7 +299,7 @@ static bool sync_checks(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		tcp_count(t, UIW_TCP_C_rst_rx);
 		if (c->flags & TF_PASSIVE)
 			c->flags |= TF_DETACHED;
-		tcp_conn_drop(c, c->state == UIW_TCP_SYN_RECEIVED ? -ECONNREFUSED : -ECONNRESET);
+		uiw_tcp_conn_drop(c, c->state == UIW_TCP_SYN_RECEIVED ? -ECONNREFUSED : -ECONNRESET);
 		return false;
 	}
 	if (s->flags & UIW_TCP_SYN) {
@@ -321,14 +321,14 @@ static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	struct uiw_tcp_listener *l = c->listener;
 
 	if (!(seq_lt(c->snd_una, s->ack) && seq_le(s->ack, c->snd_max))) {
-		tcp_send_rst_for(t, s);
+		uiw_tcp_send_rst_for(t, s);
 		return false;
 	}
 	if (c->flags & TF_RTT_ACTIVE) {   /* our SYN-ACK, sent once, acknowledged */
 		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
-		tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+		uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
 	}
-	tcp_set_state(c, UIW_TCP_ESTABLISHED);
+	uiw_tcp_set_state(c, UIW_TCP_ESTABLISHED);
 	c->snd_wnd = (uint32_t)s->wnd << c->snd_wscale;
 	c->max_sndwnd = c->snd_wnd;
 	c->snd_wl1 = s->seq;
@@ -344,9 +344,9 @@ static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->ops = l->ops;
 	c->user = l->ctx;
 	if (l->ops != NULL && l->ops->accept != NULL && l->ops->accept(l->ctx, c) != 0) {
-		tcp_send_rst(c);
+		uiw_tcp_send_rst(c);
 		c->flags |= TF_DETACHED;
-		tcp_conn_drop(c, -ECONNABORTED);
+		uiw_tcp_conn_drop(c, -ECONNABORTED);
 	}
 	return !(c->flags & TF_DOOMED);
 }
@@ -359,21 +359,21 @@ static void new_ack(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 
 	if ((c->flags & TF_RTT_ACTIVE) && seq_gt(s->ack, c->rtt_seq)) {
 		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
-		tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+		uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
 	}
-	tcp_sndq_free_acked(c, data_acked);
+	uiw_tcp_sndq_free_acked(c, data_acked);
 	c->snd_una = s->ack;
 	if (seq_lt(c->snd_nxt, c->snd_una))
 		c->snd_nxt = c->snd_una;
-	tcp_rto_reset(c);
-	tcp_cc_ack(c, acked, s);
+	uiw_tcp_rto_reset(c);
+	uiw_tcp_cc_ack(c, acked, s);
 	/* RFC 6298 §5.2, §5.3: stop the timer when all is acknowledged, else restart it. */
 	c->t_rexmt = c->snd_una == c->snd_max ? 0 : t->now + (uint64_t)c->rto_us * 1000ull;
 	if (c->t_rexmt != 0)
-		tcp_timer_arm(c);
+		uiw_tcp_timer_arm(c);
 	c->t_probe = 0;
 	c->probe_out = false;
-	tcp_probe_arm(c);
+	uiw_tcp_probe_arm(c);
 	if (data_acked > 0 && !(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->sent != NULL)
 		c->ops->sent(c->user, c, data_acked);
 }
@@ -382,7 +382,7 @@ static void enter_time_wait(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 
-	tcp_set_state(c, UIW_TCP_TIME_WAIT);
+	uiw_tcp_set_state(c, UIW_TCP_TIME_WAIT);
 	c->t_rexmt = 0;
 	c->t_persist = 0;
 	if (!(c->flags & TF_DETACHED) && c->ops != NULL && c->ops->closed != NULL)
@@ -392,12 +392,12 @@ static void enter_time_wait(struct uiw_tcp_conn *c)
 		/* No TIME-WAIT: the ACK of the peer's FIN must still leave before the TCB goes,
 		 * or the peer retransmits its FIN and meets a RST. */
 		if (c->flags & TF_ACK_NOW)
-			tcp_send_ack(c);
-		tcp_conn_drop(c, 0);
+			uiw_tcp_send_ack(c);
+		uiw_tcp_conn_drop(c, 0);
 		return;
 	}
 	c->t_close = t->now + t->time_wait_ns;
-	tcp_timer_arm(c);
+	uiw_tcp_timer_arm(c);
 }
 
 /* Our FIN is acknowledged: the closing states move on. @return false when c is gone. */
@@ -405,16 +405,16 @@ static bool fin_acked(struct uiw_tcp_conn *c)
 {
 	switch (c->state) {
 	case UIW_TCP_FIN_WAIT_1:
-		tcp_set_state(c, UIW_TCP_FIN_WAIT_2);
+		uiw_tcp_set_state(c, UIW_TCP_FIN_WAIT_2);
 		/* Like Linux's tcp_fin_timeout: a peer that never closes does not pin the TCB. */
 		c->t_close = c->tcp->now + (c->tcp->time_wait_ns > 60 * UIW_NS_PER_S ? c->tcp->time_wait_ns : 60 * UIW_NS_PER_S);
-		tcp_timer_arm(c);
+		uiw_tcp_timer_arm(c);
 		return true;
 	case UIW_TCP_CLOSING:
 		enter_time_wait(c);
 		return !(c->flags & TF_DOOMED);
 	case UIW_TCP_LAST_ACK:
-		tcp_conn_drop(c, 0);
+		uiw_tcp_conn_drop(c, 0);
 		return false;
 	default:
 		return true;
@@ -437,8 +437,8 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		return false;
 	}
 	if ((c->flags & TF_SACK_OK) && s->opt.nsack > 0) {
-		tcp_sack_update(c, &s->opt);
-		tcp_cc_check_lost_rxt(c);
+		uiw_tcp_sack_update(c, &s->opt);
+		uiw_tcp_cc_check_lost_rxt(c);
 	}
 	if (seq_gt(s->ack, c->snd_una)) {
 		new_ack(c, s);
@@ -446,7 +446,7 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		   seq_lt(c->snd_una, c->snd_max) && wnd == c->snd_wnd) {
 		c->st.dup_acks++;
 		tcp_count(t, UIW_TCP_C_dup_acks);
-		tcp_cc_dupack(c);
+		uiw_tcp_cc_dupack(c);
 	}
 	if (seq_lt(c->snd_wl1, s->seq) || (c->snd_wl1 == s->seq && seq_le(c->snd_wl2, s->ack))) {
 		c->snd_wnd = wnd;
@@ -471,14 +471,14 @@ static void fin_stage(struct uiw_tcp_conn *c)
 	c->flags |= TF_ACK_NOW | TF_PEER_FIN;
 	switch (c->state) {
 	case UIW_TCP_ESTABLISHED:
-		tcp_set_state(c, UIW_TCP_CLOSE_WAIT);
+		uiw_tcp_set_state(c, UIW_TCP_CLOSE_WAIT);
 		break;
 	case UIW_TCP_FIN_WAIT_1:
 		if ((c->flags & TF_FIN_SENT) && c->snd_una == c->snd_max) {
 			enter_time_wait(c);
 			return;
 		}
-		tcp_set_state(c, UIW_TCP_CLOSING);
+		uiw_tcp_set_state(c, UIW_TCP_CLOSING);
 		break;
 	case UIW_TCP_FIN_WAIT_2:
 		enter_time_wait(c);
@@ -522,7 +522,7 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		uiw_mbuf_trim_to(m, len);
 		c->st.ooo_segs++;
 		tcp_count(c->tcp, UIW_TCP_C_ooo_segs);
-		tcp_reass_insert(c, m, seq, len);
+		uiw_tcp_reass_insert(c, m, seq, len);
 		s->flags &= (uint8_t)~UIW_TCP_FIN; /* taken when it is retransmitted in order */
 		ack_policy(c, true);
 		return true;
@@ -531,7 +531,7 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	uiw_mbuf_trim_to(m, seq + len - c->rcv_nxt);
 	had_ooo = c->nooo > 0;
 	deliver(c, m);
-	while (!(c->flags & TF_DOOMED) && (m = tcp_reass_pull(c)) != NULL)
+	while (!(c->flags & TF_DOOMED) && (m = uiw_tcp_reass_pull(c)) != NULL)
 		deliver(c, m);
 	ack_policy(c, had_ooo);
 	return !(c->flags & TF_DOOMED);
@@ -552,7 +552,7 @@ static void in_synchronized(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		fin_stage(c);
 }
 
-void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
+void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 {
 	struct uiw_tcp *t = ctx;
 	struct uiw_tcp_conn *c;
@@ -568,7 +568,7 @@ void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	c = tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
+	c = uiw_tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
 	if (c == NULL) {
 		no_conn(t, &s);
 	} else {
@@ -577,9 +577,9 @@ void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		seg_arrives[c->state](c, &s);
 		t->busy = NULL;
 		if (c->flags & TF_DOOMED)
-			tcp_conn_drop(c, c->doom_err);
+			uiw_tcp_conn_drop(c, c->doom_err);
 		else
-			tcp_mark_pending(c);
+			uiw_tcp_mark_pending(c);
 	}
 	if (s.m != NULL)
 		rte_pktmbuf_free(s.m);

@@ -188,36 +188,36 @@ static inline void tcp_count(struct uiw_tcp *t, enum uiw_tcp_counter c)
 }
 
 /* tcp_opts.c */
-int tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o);
-unsigned tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t tsval,
+int uiw_tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o);
+unsigned uiw_tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t tsval,
 			    uint8_t *p);
-unsigned tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p);
+unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p);
 
 /* tcp_conn.c */
-struct uiw_tcp_conn *tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+struct uiw_tcp_conn *uiw_tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
 				uint32_t raddr, uint16_t rport);
-struct uiw_tcp_conn *tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+struct uiw_tcp_conn *uiw_tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
 				  uint32_t raddr, uint16_t rport);
-void tcp_conn_free(struct uiw_tcp_conn *c);
-void tcp_conn_drop(struct uiw_tcp_conn *c, int err);
-void tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s);
-uint32_t tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
+void uiw_tcp_conn_free(struct uiw_tcp_conn *c);
+void uiw_tcp_conn_drop(struct uiw_tcp_conn *c, int err);
+void uiw_tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s);
+uint32_t uiw_tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		 uint16_t rport, uint64_t now);
-uint32_t tcp_ts_now(const struct uiw_tcp *t);
-struct uiw_tcp_listener *tcp_listener(struct uiw_tcp *t, uint16_t port);
-void tcp_init_conn_params(struct uiw_tcp_conn *c);
+uint32_t uiw_tcp_ts_now(const struct uiw_tcp *t);
+struct uiw_tcp_listener *uiw_tcp_listener_find(struct uiw_tcp *t, uint16_t port);
+void uiw_tcp_init_conn_params(struct uiw_tcp_conn *c);
 
 /* tcp_in.c */
-void tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
+void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
 
 /* tcp_out.c */
-void tcp_output(struct uiw_tcp_conn *c);
-int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags);
-void tcp_send_ack(struct uiw_tcp_conn *c);
-void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n);
-void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s);
-void tcp_send_rst(struct uiw_tcp_conn *c);
-void tcp_mark_pending(struct uiw_tcp_conn *c);
+void uiw_tcp_output(struct uiw_tcp_conn *c);
+int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags);
+void uiw_tcp_send_ack(struct uiw_tcp_conn *c);
+void uiw_tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n);
+void uiw_tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s);
+void uiw_tcp_send_rst(struct uiw_tcp_conn *c);
+void uiw_tcp_mark_pending(struct uiw_tcp_conn *c);
 /*
  * Times the SYN (or SYN-ACK) just sent: the handshake gives the first RTT sample (RFC 6298
  * §2 allows it; Linux takes it), so a connection that never sends data (the receiving end
@@ -231,35 +231,35 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 	c->rtt_start = now;
 }
 /* The port's TX queue is full, or the pool empty: output resumes at the next pass. */
-void tcp_mark_blocked(struct uiw_tcp_conn *c);
-uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c);
-void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
-void tcp_sndq_clear(struct uiw_tcp_conn *c);
+void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);
+uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c);
+void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
+void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c);
 
 /* tcp_timer.c */
-void tcp_timer_arm(struct uiw_tcp_conn *c);
-void tcp_timer_remove(struct uiw_tcp_conn *c);
-void tcp_timers_run(struct uiw_tcp *t, uint64_t now);
-void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us);
-void tcp_rto_reset(struct uiw_tcp_conn *c);
-void tcp_probe_arm(struct uiw_tcp_conn *c);
+void uiw_tcp_timer_arm(struct uiw_tcp_conn *c);
+void uiw_tcp_timer_remove(struct uiw_tcp_conn *c);
+void uiw_tcp_timers_run(struct uiw_tcp *t, uint64_t now);
+void uiw_tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us);
+void uiw_tcp_rto_reset(struct uiw_tcp_conn *c);
+void uiw_tcp_probe_arm(struct uiw_tcp_conn *c);
 
 /* tcp_cc.c */
-void tcp_cc_init(struct uiw_tcp_conn *c);
-void tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s);
-void tcp_cc_dupack(struct uiw_tcp_conn *c);
-void tcp_cc_rto(struct uiw_tcp_conn *c);
-void tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o);
-void tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c);
-bool tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end);
-uint32_t tcp_flight(const struct uiw_tcp_conn *c);
-uint32_t tcp_pipe(const struct uiw_tcp_conn *c);
+void uiw_tcp_cc_init(struct uiw_tcp_conn *c);
+void uiw_tcp_cc_ack(struct uiw_tcp_conn *c, uint32_t acked, const struct tcp_seg *s);
+void uiw_tcp_cc_dupack(struct uiw_tcp_conn *c);
+void uiw_tcp_cc_rto(struct uiw_tcp_conn *c);
+void uiw_tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o);
+void uiw_tcp_cc_check_lost_rxt(struct uiw_tcp_conn *c);
+bool uiw_tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end);
+uint32_t uiw_tcp_flight(const struct uiw_tcp_conn *c);
+uint32_t uiw_tcp_pipe(const struct uiw_tcp_conn *c);
 
 /* tcp_reass.c */
-void tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len);
-struct rte_mbuf *tcp_reass_pull(struct uiw_tcp_conn *c);
-void tcp_reass_clear(struct uiw_tcp_conn *c);
-unsigned tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
+void uiw_tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len);
+struct rte_mbuf *uiw_tcp_reass_pull(struct uiw_tcp_conn *c);
+void uiw_tcp_reass_clear(struct uiw_tcp_conn *c);
+unsigned uiw_tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
 			       unsigned max);
 
 #endif

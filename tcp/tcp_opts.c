@@ -34,7 +34,7 @@ static void take_sack(struct tcp_opts *o, const uint8_t *p, unsigned olen)
  * the header, or wrong for a known kind) must not crash us; the segment is dropped.
  * @return 0, or -EINVAL for an illegal length.
  */
-int tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o)
+int uiw_tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	for (unsigned i = 0; i < len;) {
@@ -98,7 +98,7 @@ static unsigned put_ts(uint8_t *p, uint32_t tsval, uint32_t tsecr)
  * offered (for a SYN-ACK: as both offered). Laid out as Linux does, 4-byte aligned.
  * @return the bytes written (at most 20).
  */
-unsigned tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t tsval,
+unsigned uiw_tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t tsval,
 			    uint8_t *p)
 {
 	const struct uiw_tcp *t = c->tcp;
@@ -136,7 +136,7 @@ unsigned tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t 
 
 /* Options of a synchronized-state segment: timestamps, then SACK blocks for what the
  * reassembly queue holds. @return the bytes written (a multiple of 4, at most 40). */
-unsigned tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p)
+unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p)
 {
 	uint32_t blocks[TCP_SACK_BLOCKS][2];
 	unsigned n = 0, nb;
@@ -147,7 +147,7 @@ unsigned tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p
 		n += put_ts(p + n, tsval, c->ts_recent);
 	}
 	if ((c->flags & TF_SACK_OK) && c->nooo > 0) {
-		nb = tcp_reass_sack_blocks(c, blocks, (c->flags & TF_TS_OK) ? 3 : 4);
+		nb = uiw_tcp_reass_sack_blocks(c, blocks, (c->flags & TF_TS_OK) ? 3 : 4);
 		p[n++] = UIW_TCPOPT_NOP;
 		p[n++] = UIW_TCPOPT_NOP;
 		p[n++] = UIW_TCPOPT_SACK;

@@ -5,7 +5,7 @@
 
 #include "tcp_internal.h"
 
-void tcp_mark_pending(struct uiw_tcp_conn *c)
+void uiw_tcp_mark_pending(struct uiw_tcp_conn *c)
 {
 	if (c->flags & TF_PENDING)
 		return;
@@ -14,7 +14,7 @@ void tcp_mark_pending(struct uiw_tcp_conn *c)
 	c->tcp->pending = c;
 }
 
-void tcp_mark_blocked(struct uiw_tcp_conn *c)
+void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c)
 {
 	if (c->flags & TF_TX_BLOCKED)
 		return;
@@ -23,7 +23,7 @@ void tcp_mark_blocked(struct uiw_tcp_conn *c)
 	c->tcp->blocked = c;
 }
 
-void tcp_sndq_clear(struct uiw_tcp_conn *c)
+void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c)
 {
 	struct tcp_sndq *q = &c->sq;
 	struct rte_mbuf *m = q->head;
@@ -40,7 +40,7 @@ void tcp_sndq_clear(struct uiw_tcp_conn *c)
 }
 
 /* Frees @p acked bytes from the front (snd_una moves by as much). */
-void tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
+void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 {
 	struct tcp_sndq *q = &c->sq;
 
@@ -173,7 +173,7 @@ static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t m
 /* RFC 9293 §3.8.6.2.2: the right edge never moves left; SWS avoided by the scale. */
 static uint16_t adv_window(struct uiw_tcp_conn *c)
 {
-	uint32_t wnd = tcp_rcv_window(c);
+	uint32_t wnd = uiw_tcp_rcv_window(c);
 	uint32_t right = c->rcv_nxt + wnd;
 	uint32_t val;
 
@@ -186,7 +186,7 @@ static uint16_t adv_window(struct uiw_tcp_conn *c)
 	return (uint16_t)val;
 }
 
-uint32_t tcp_rcv_window(const struct uiw_tcp_conn *c)
+uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c)
 {
 	uint32_t buf = c->tcp->rcv_buf;
 
@@ -226,7 +226,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
  * into a small memif ring did exactly that). The connection tries again on the next pass.
  * Control segments (SYN, FIN, ACK, RST) are not held.
  */
-int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
+int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
 {
 	struct uiw_tcp *t = c->tcp;
 	struct rte_mbuf *m;
@@ -239,7 +239,7 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 
 	if (len > 0 && uiw_port_tx_room(t->port) == 0) {
 		tcp_count(t, UIW_TCP_C_tx_port_wait);
-		tcp_mark_blocked(c);
+		uiw_tcp_mark_blocked(c);
 		return -EAGAIN;
 	}
 	m = uiw_port_alloc(t->port);
@@ -248,13 +248,14 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 		 * again on the next pass, not only when a timer fires. */
 		tcp_count(t, UIW_TCP_C_tx_nombuf);
 		if (len > 0)
-			tcp_mark_blocked(c);
+			uiw_tcp_mark_blocked(c);
 		return -ENOMEM;
 	}
 	if (c->state != UIW_TCP_SYN_SENT)
 		flags |= UIW_TCP_ACK;
-	optlen = (flags & UIW_TCP_SYN) ? tcp_opts_build_syn(c, flags & UIW_TCP_ACK, tcp_ts_now(t), opts)
-				      : tcp_opts_build(c, tcp_ts_now(t), opts);
+	optlen = (flags & UIW_TCP_SYN)
+		 ? uiw_tcp_opts_build_syn(c, flags & UIW_TCP_ACK, uiw_tcp_ts_now(t), opts)
+		 : uiw_tcp_opts_build(c, uiw_tcp_ts_now(t), opts);
 	hlen = UIW_TCP_HDR_LEN + optlen;
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	memcpy(th + 1, opts, optlen);
@@ -264,7 +265,7 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 			      (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0);
 	if (n < len)
 		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */
-	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(tcp_rcv_window(c), 0xffffu) : adv_window(c);
+	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(uiw_tcp_rcv_window(c), 0xffffu) : adv_window(c);
 	if (flags & UIW_TCP_SYN)
 		c->rcv_adv = c->rcv_nxt + win;
 	uiw_tcp_build(th, c->lport, c->rport, seq, (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0, flags,
@@ -285,9 +286,9 @@ int tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t
 	return (int)n;
 }
 
-void tcp_send_ack(struct uiw_tcp_conn *c)
+void uiw_tcp_send_ack(struct uiw_tcp_conn *c)
 {
-	tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_ACK);
+	uiw_tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_ACK);
 }
 
 static void send_raw(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
@@ -309,7 +310,7 @@ static void send_raw(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t
 }
 
 /* RFC 9293 §3.10.7.1: the reset for a segment that has no connection. */
-void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s)
+void uiw_tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s)
 {
 	if (s->flags & UIW_TCP_ACK)
 		send_raw(t, s->daddr, s->dport, s->saddr, s->sport, s->ack, 0, UIW_TCP_RST);
@@ -319,14 +320,14 @@ void tcp_send_rst_for(struct uiw_tcp *t, const struct tcp_seg *s)
 			 UIW_TCP_RST | UIW_TCP_ACK);
 }
 
-void tcp_send_rst(struct uiw_tcp_conn *c)
+void uiw_tcp_send_rst(struct uiw_tcp_conn *c)
 {
 	send_raw(c->tcp, c->laddr, c->lport, c->raddr, c->rport, c->snd_nxt, c->rcv_nxt,
 		 UIW_TCP_RST | UIW_TCP_ACK);
 }
 
 /* Segment bookkeeping after sending [seq, seq+n). */
-void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
+void uiw_tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
 {
 	struct uiw_tcp *t = c->tcp;
 
@@ -341,11 +342,11 @@ void tcp_sent_data(struct uiw_tcp_conn *c, uint32_t seq, uint32_t n)
 	}
 	if (c->t_rexmt == 0) {
 		c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
-		tcp_timer_arm(c);
+		uiw_tcp_timer_arm(c);
 	}
 	c->snd_max = seq_max(c->snd_max, seq + n);
 	if (c->t_probe == 0)
-		tcp_probe_arm(c);
+		uiw_tcp_probe_arm(c);
 }
 
 /* RFC 6675 §5 (simplified): retransmit holes below the highest SACKed byte while the
@@ -360,7 +361,7 @@ static bool sack_recovery_output(struct uiw_tcp_conn *c, uint32_t *pipe)
 		uint32_t len;
 		int n;
 
-		while (tcp_sack_is_sacked(c, s, &end))
+		while (uiw_tcp_sack_is_sacked(c, s, &end))
 			s = end;
 		if (!seq_lt(s, high_sacked))
 			break;
@@ -370,10 +371,10 @@ static bool sack_recovery_output(struct uiw_tcp_conn *c, uint32_t *pipe)
 				len = u32_min(len, c->score[i][0] - s);
 				break;
 			}
-		n = tcp_send_segment(c, s, len, UIW_TCP_ACK);
+		n = uiw_tcp_send_segment(c, s, len, UIW_TCP_ACK);
 		if (n <= 0)
 			break;
-		tcp_sent_data(c, s, (uint32_t)n);
+		uiw_tcp_sent_data(c, s, (uint32_t)n);
 		c->high_rxt = s + (uint32_t)n;
 		c->rxt_snd_max = c->snd_max;
 		*pipe += (uint32_t)n;
@@ -434,16 +435,16 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 			tcp_count(c->tcp, UIW_TCP_C_tx_record_wait);
 			break;
 		}
-		n = tcp_send_segment(c, c->snd_nxt, len,
+		n = uiw_tcp_send_segment(c, c->snd_nxt, len,
 				     (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0);
 		if (n == -ENOMEM && c->t_rexmt == 0) {
 			/* No mbuf now and nothing in flight to bring an ACK: try again soon. */
 			c->t_rexmt = c->tcp->now + UIW_NS_PER_MS;
-			tcp_timer_arm(c);
+			uiw_tcp_timer_arm(c);
 		}
 		if (n <= 0)
 			break;
-		tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
+		uiw_tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
 		c->snd_nxt += (uint32_t)n;
 		pipe += (uint32_t)n;
 		sent = true;
@@ -451,13 +452,13 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 	return sent;
 }
 
-void tcp_output(struct uiw_tcp_conn *c)
+void uiw_tcp_output(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	bool sent = false;
 
 	if (can_send_data(c)) {
-		uint32_t pipe = tcp_pipe(c);
+		uint32_t pipe = uiw_tcp_pipe(c);
 		uint32_t end;
 
 		if ((c->flags & (TF_IN_RECOVERY | TF_SACK_OK)) == (TF_IN_RECOVERY | TF_SACK_OK))
@@ -465,8 +466,8 @@ void tcp_output(struct uiw_tcp_conn *c)
 		sent |= output_new_data(c, pipe);
 		end = c->snd_una + c->sq.bytes;
 		if ((c->flags & (TF_FIN_QUEUED | TF_FIN_SENT)) == TF_FIN_QUEUED && c->snd_nxt == end &&
-		    tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_FIN) >= 0) {
-			tcp_sent_data(c, c->snd_nxt, 1);
+		    uiw_tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_FIN) >= 0) {
+			uiw_tcp_sent_data(c, c->snd_nxt, 1);
 			c->snd_nxt++;
 			c->flags |= TF_FIN_SENT;
 			sent = true;
@@ -475,9 +476,9 @@ void tcp_output(struct uiw_tcp_conn *c)
 		if (c->snd_wnd == 0 && c->snd_nxt == c->snd_una && seq_lt(c->snd_una, end) &&
 		    c->t_rexmt == 0 && c->t_persist == 0) {
 			c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
-			tcp_timer_arm(c);
+			uiw_tcp_timer_arm(c);
 		}
 	}
 	if ((c->flags & TF_ACK_NOW) && !sent && c->state != UIW_TCP_SYN_SENT)
-		tcp_send_ack(c);
+		uiw_tcp_send_ack(c);
 }

@@ -12,7 +12,7 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 
 		t->blocked = c->bnext;
 		c->flags &= (uint16_t)~TF_TX_BLOCKED;
-		tcp_mark_pending(c);
+		uiw_tcp_mark_pending(c);
 	}
 	while (t->pending != NULL) {
 		struct uiw_tcp_conn *c = t->pending;
@@ -22,14 +22,14 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 		t->busy = c;
 		if ((c->flags & (TF_DELACK | TF_ACK_NOW)) == TF_DELACK && c->t_delack == 0) {
 			c->t_delack = now + t->delack_ns;
-			tcp_timer_arm(c);
+			uiw_tcp_timer_arm(c);
 		}
-		tcp_output(c);
+		uiw_tcp_output(c);
 		t->busy = NULL;
 		if (c->flags & TF_DOOMED)
-			tcp_conn_drop(c, c->doom_err);
+			uiw_tcp_conn_drop(c, c->doom_err);
 	}
-	tcp_timers_run(t, now);
+	uiw_tcp_timers_run(t, now);
 }
 
 unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)

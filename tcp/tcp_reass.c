@@ -3,7 +3,7 @@
  * segments and by the receive window the segments had to fit in. */
 #include "tcp_internal.h"
 
-void tcp_reass_clear(struct uiw_tcp_conn *c)
+void uiw_tcp_reass_clear(struct uiw_tcp_conn *c)
 {
 	for (unsigned i = 0; i < c->nooo; i++)
 		rte_pktmbuf_free(c->ooo[i].m);
@@ -19,7 +19,7 @@ static void remove_at(struct uiw_tcp_conn *c, unsigned i)
 }
 
 /* Queues [seq, seq+len) (consumes @p m); overlaps with queued data are trimmed away. */
-void tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len)
+void uiw_tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len)
 {
 	unsigned i = 0;
 
@@ -66,7 +66,7 @@ void tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, 
 
 /* The first queued segment once it is in order, trimmed to start at rcv_nxt; NULL when
  * the head of the queue is still beyond rcv_nxt. */
-struct rte_mbuf *tcp_reass_pull(struct uiw_tcp_conn *c)
+struct rte_mbuf *uiw_tcp_reass_pull(struct uiw_tcp_conn *c)
 {
 	while (c->nooo > 0 && seq_le(c->ooo[0].seq, c->rcv_nxt)) {
 		struct tcp_ooo e = c->ooo[0];
@@ -84,7 +84,7 @@ struct rte_mbuf *tcp_reass_pull(struct uiw_tcp_conn *c)
 
 /* RFC 2018 §4: the first block holds the most recently received segment, then the others
  * in sequence order. Adjacent queued segments form one block. */
-unsigned tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
+unsigned uiw_tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
 			       unsigned max)
 {
 	uint32_t all[TCP_SACK_BLOCKS * 4][2];

@@ -23,7 +23,7 @@ static uint64_t earliest(const struct uiw_tcp_conn *c)
 	return d;
 }
 
-void tcp_timer_remove(struct uiw_tcp_conn *c)
+void uiw_tcp_timer_remove(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 
@@ -40,7 +40,7 @@ void tcp_timer_remove(struct uiw_tcp_conn *c)
 }
 
 /* Puts c in the wheel at its earliest deadline, unless it is already due no later. */
-void tcp_timer_arm(struct uiw_tcp_conn *c)
+void uiw_tcp_timer_arm(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	uint64_t d = earliest(c);
@@ -48,7 +48,7 @@ void tcp_timer_arm(struct uiw_tcp_conn *c)
 
 	if (d == UINT64_MAX || ((c->flags & TF_IN_WHEEL) && c->t_next <= d))
 		return;
-	tcp_timer_remove(c);
+	uiw_tcp_timer_remove(c);
 	/* Never behind the wheel: a past deadline fires on the next tick. */
 	if (d / TCP_TICK_NS <= t->wheel_tick)
 		d = (t->wheel_tick + 1) * TCP_TICK_NS;
@@ -63,7 +63,7 @@ void tcp_timer_arm(struct uiw_tcp_conn *c)
 }
 
 /* RFC 6298 §2.2, §2.3 with the usual fixed-point gains; microseconds. */
-void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us)
+void uiw_tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us)
 {
 	struct uiw_tcp *t = c->tcp;
 	uint32_t rto;
@@ -86,7 +86,7 @@ void tcp_rtt_sample(struct uiw_tcp_conn *c, uint32_t rtt_us)
 /* The RTO from the current estimates, without backoff: after an ACK of new data the
  * timer no longer needs to be backed off (as Linux does), and RFC 6298 §5.7 keeps the
  * backoff only while no new data is acknowledged. */
-void tcp_rto_reset(struct uiw_tcp_conn *c)
+void uiw_tcp_rto_reset(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	uint32_t rto;
@@ -102,7 +102,7 @@ void tcp_rto_reset(struct uiw_tcp_conn *c)
  * RFC 8985 §7.2: a tail loss probe a little after two round trips, so that a lost last
  * segment is found by the ACK to the probe rather than by the retransmission timer.
  */
-void tcp_probe_arm(struct uiw_tcp_conn *c)
+void uiw_tcp_probe_arm(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	uint64_t pto;
@@ -115,13 +115,13 @@ void tcp_probe_arm(struct uiw_tcp_conn *c)
 		return;
 	}
 	pto = 2ull * c->srtt_us * 1000ull;
-	if (tcp_flight(c) <= c->mss)
+	if (uiw_tcp_flight(c) <= c->mss)
 		pto += t->delack_ns; /* the peer may be holding its ACK */
 	pto = pto < 1000000ull ? 1000000ull : pto; /* no finer than the timer tick */
 	if (pto >= (uint64_t)c->rto_us * 1000ull)
 		return;
 	c->t_probe = t->now + pto;
-	tcp_timer_arm(c);
+	uiw_tcp_timer_arm(c);
 }
 
 /* Sends one new segment if there is one, else the last segment again (RFC 8985 §7.3). */
@@ -137,22 +137,22 @@ static void probe_expired(struct uiw_tcp_conn *c)
 	c->probe_out = true;
 	tcp_count(t, UIW_TCP_C_tail_loss_probes);
 	if (seq_lt(c->snd_nxt, end) && seq_lt(c->snd_nxt, c->snd_una + c->snd_wnd)) {
-		int n = tcp_send_segment(c, c->snd_nxt, u32_min(c->mss, end - c->snd_nxt), 0);
+		int n = uiw_tcp_send_segment(c, c->snd_nxt, u32_min(c->mss, end - c->snd_nxt), 0);
 
 		if (n > 0) {
-			tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
+			uiw_tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
 			c->snd_nxt += (uint32_t)n;
 		}
 		return;
 	}
 	if (c->flags & TF_FIN_SENT) {
-		tcp_send_segment(c, c->snd_max - 1, 0, UIW_TCP_FIN);
+		uiw_tcp_send_segment(c, c->snd_max - 1, 0, UIW_TCP_FIN);
 		return;
 	}
 	len = u32_min(c->mss, c->snd_max - c->snd_una);
 	seq = c->snd_max - len;
-	if (tcp_send_segment(c, seq, len, 0) > 0)
-		tcp_sent_data(c, seq, len);
+	if (uiw_tcp_send_segment(c, seq, len, 0) > 0)
+		uiw_tcp_sent_data(c, seq, len);
 }
 
 /* RFC 6298 §5.5, §5.6: back the timer off, at most to the maximum. */
@@ -171,12 +171,12 @@ static void rexmt_handshake(struct uiw_tcp_conn *c)
 		tcp_count(t, UIW_TCP_C_conn_timeout);
 		if (c->flags & TF_PASSIVE)
 			c->flags |= TF_DETACHED;
-		tcp_conn_drop(c, -ETIMEDOUT);
+		uiw_tcp_conn_drop(c, -ETIMEDOUT);
 		return;
 	}
 	backoff(c);
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
-	tcp_send_segment(c, c->iss, 0, synack ? (UIW_TCP_SYN | UIW_TCP_ACK) : UIW_TCP_SYN);
+	uiw_tcp_send_segment(c, c->iss, 0, synack ? (UIW_TCP_SYN | UIW_TCP_ACK) : UIW_TCP_SYN);
 	c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
 }
 
@@ -192,23 +192,23 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 		return;
 	}
 	if (c->snd_una == c->snd_max) {
-		tcp_output(c); /* nothing in flight: a send that lacked an mbuf, retried */
+		uiw_tcp_output(c); /* nothing in flight: a send that lacked an mbuf, retried */
 		return;
 	}
 	if (c->backoff >= t->retries) {
 		tcp_count(t, UIW_TCP_C_conn_timeout);
-		tcp_conn_drop(c, -ETIMEDOUT);
+		uiw_tcp_conn_drop(c, -ETIMEDOUT);
 		return;
 	}
 	c->st.rto_expiries++;
 	tcp_count(t, UIW_TCP_C_rto_expiries);
-	tcp_cc_rto(c);
+	uiw_tcp_cc_rto(c);
 	backoff(c);
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE; /* Karn */
 	c->snd_nxt = c->snd_una;
 	if ((c->flags & TF_FIN_SENT) && c->snd_una != c->snd_max)
 		c->flags &= (uint16_t)~TF_FIN_SENT;
-	tcp_output(c);
+	uiw_tcp_output(c);
 	if (c->t_rexmt == 0)
 		c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
 }
@@ -223,7 +223,7 @@ static void persist_expired(struct uiw_tcp_conn *c)
 	if (c->snd_wnd != 0 || !seq_lt(c->snd_una, end) || c->snd_nxt != c->snd_una)
 		return;
 	tcp_count(t, UIW_TCP_C_persist_probes);
-	if (tcp_send_segment(c, c->snd_una, 1, UIW_TCP_ACK) == 1)
+	if (uiw_tcp_send_segment(c, c->snd_una, 1, UIW_TCP_ACK) == 1)
 		c->snd_max = seq_max(c->snd_max, c->snd_una + 1);
 	backoff(c);
 	c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
@@ -235,13 +235,13 @@ static void fire(struct uiw_tcp_conn *c, uint64_t now)
 	now = (now / TCP_TICK_NS + 1) * TCP_TICK_NS;
 	if (c->t_close != 0 && now >= c->t_close) {
 		c->flags |= TF_DETACHED;
-		tcp_conn_drop(c, 0);
+		uiw_tcp_conn_drop(c, 0);
 		return;
 	}
 	if (c->t_delack != 0 && now >= c->t_delack) {
 		c->t_delack = 0;
 		if (c->flags & TF_DELACK)
-			tcp_send_ack(c);
+			uiw_tcp_send_ack(c);
 	}
 	if (c->t_probe != 0 && now >= c->t_probe)
 		probe_expired(c);
@@ -254,7 +254,7 @@ static void fire(struct uiw_tcp_conn *c, uint64_t now)
 		persist_expired(c);
 }
 
-void tcp_timers_run(struct uiw_tcp *t, uint64_t now)
+void uiw_tcp_timers_run(struct uiw_tcp *t, uint64_t now)
 {
 	uint64_t tick = now / TCP_TICK_NS;
 
@@ -271,16 +271,16 @@ void tcp_timers_run(struct uiw_tcp *t, uint64_t now)
 			next = c->wnext;
 			if (c->t_next / TCP_TICK_NS > t->wheel_tick)
 				continue; /* a later turn of the wheel */
-			tcp_timer_remove(c);
+			uiw_tcp_timer_remove(c);
 			t->busy = c;
 			fire(c, now);
 			t->busy = NULL;
 			/* NB: fire() re-arms c into a later slot only, so next stays valid. */
 			if (c->flags & TF_DOOMED) {
-				tcp_conn_drop(c, c->doom_err);
+				uiw_tcp_conn_drop(c, c->doom_err);
 				continue;
 			}
-			tcp_timer_arm(c);
+			uiw_tcp_timer_arm(c);
 		}
 	}
 }

@@ -75,7 +75,7 @@ static void feed(struct uiw_tcp *t, const uint8_t *rec, const uint8_t *opts, uns
 	uint8_t f[14 + 20 + 60 + 256] = { 0 };
 	uint8_t *ip = f + 14, *th = ip + 20;
 	unsigned hlen = 20 + (optlen & ~3u);
-	struct uiw_tcp_conn *c = tcp_lookup(t, US, dport, PEER, 40000);
+	struct uiw_tcp_conn *c = uiw_tcp_lookup(t, US, dport, PEER, 40000);
 	uint32_t seq = ((uint32_t)rec[1] << 8 | rec[2]) + (c ? c->irs + 1 : 1000);
 	uint32_t ack = ((uint32_t)rec[3] << 8 | rec[4]) + (c ? c->iss : 0);
 	uint32_t sum;

@@ -9,8 +9,12 @@
 - Functions in the protocol layers at most 100 lines.
 - Tests use ck_assert_*, never the deprecated fail_unless/fail_if, and include no .c file.
 - Protocol layer libraries have no writable static data (objdump: nothing in .data or .bss).
+- Every global symbol the stack's static libraries define carries the project prefix uiw_,
+  but for the rdma-core API the verbs library provides (the names in the drop-in libraries'
+  version scripts).
 
 usage: check_style.py SOURCE_ROOT [PROTOCOL_LAYER_LIBRARY.a ...]
+                      [--prefix LIBRARY.a ...] [--api VERSION_SCRIPT.map ...]
 """
 import os
 import re
@@ -112,10 +116,35 @@ def check_library(lib):
             problems.append(f"{lib}: writable data {m.group(4)} in {m.group(2)}{m.group(3) or ''}")
 
 
+def api_names(maps):
+    names = set()
+    for path in maps:
+        for line in open(path):
+            m = re.match(r"^\s+([A-Za-z_]\w*);", line)
+            if m:
+                names.add(m.group(1))
+    return names
+
+
+def check_prefix(lib, api):
+    out = subprocess.run(["nm", "-g", "--defined-only", lib], capture_output=True, text=True,
+                         check=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and not f[2].startswith(("uiw_", "UIW_")) and f[2] not in api:
+            problems.append(f"{lib}: global symbol {f[2]} has no uiw_ prefix")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     root = sys.argv[1]
+    layers, prefix_only, maps, into = [], [], [], None
+    for a in sys.argv[2:]:
+        if a in ("--prefix", "--api"):
+            into = prefix_only if a == "--prefix" else maps
+        else:
+            (into if into is not None else layers).append(a)
     nfiles = 0
     for path in files_under(root, ("wire",), ("_wire.h",)):
         check_wire_header(path)
@@ -135,11 +164,15 @@ def main():
     for path in files_under(root, ("tests",), (".c", ".h")):
         check_test(path)
         nfiles += 1
-    for lib in sys.argv[2:]:
+    api = api_names(maps)
+    for lib in layers:
         check_library(lib)
+    for lib in layers + prefix_only:
+        check_prefix(lib, api)
     for p in problems:
         print(p)
-    print(f"checked {nfiles} files and {len(sys.argv) - 2} libraries: {len(problems)} problems")
+    print(f"checked {nfiles} files and {len(layers) + len(prefix_only)} libraries: "
+          f"{len(problems)} problems")
     sys.exit(1 if problems else 0)
 
 

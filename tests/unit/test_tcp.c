@@ -279,7 +279,7 @@ START_TEST(options_truncated_at_every_byte)
 	int rc;
 
 	memcpy(p, syn_opts, cut);
-	rc = tcp_opts_parse(p, cut, true, &o);
+	rc = uiw_tcp_opts_parse(p, cut, true, &o);
 	/* Cuts at an option boundary parse; cuts inside an option are refused. */
 	if (cut == 0 || cut == 4 || cut == 6 || cut == 16 || cut == 17 || cut == 20)
 		ck_assert_int_eq(rc, 0);
@@ -296,21 +296,21 @@ START_TEST(options_parsed)
 	static const uint8_t big_ws[] = { 3, 3, 200, 0 };
 	static const uint8_t unknown[] = { 30, 4, 1, 2, 2, 4, 1, 0 };
 
-	ck_assert_int_eq(tcp_opts_parse(syn_opts, sizeof(syn_opts), true, &o), 0);
+	ck_assert_int_eq(uiw_tcp_opts_parse(syn_opts, sizeof(syn_opts), true, &o), 0);
 	ck_assert(o.has_mss && o.mss == 1460 && o.sack_ok && o.has_ts && o.tsval == 100 && o.has_ws);
 	ck_assert_uint_eq(o.ws, 7);
 	/* On a non-SYN, SYN-only options are ignored. */
-	ck_assert_int_eq(tcp_opts_parse(syn_opts, sizeof(syn_opts), false, &o), 0);
+	ck_assert_int_eq(uiw_tcp_opts_parse(syn_opts, sizeof(syn_opts), false, &o), 0);
 	ck_assert(!o.has_mss && !o.sack_ok && !o.has_ws && o.has_ts);
-	ck_assert_int_eq(tcp_opts_parse(sack, sizeof(sack), false, &o), 0);
+	ck_assert_int_eq(uiw_tcp_opts_parse(sack, sizeof(sack), false, &o), 0);
 	ck_assert_uint_eq(o.nsack, 2);
 	ck_assert_uint_eq(o.sack[1][0], 30);
 	ck_assert_uint_eq(o.sack[1][1], 40);
 	/* RFC 7323 §2.3: a shift above 14 is used as 14. */
-	ck_assert_int_eq(tcp_opts_parse(big_ws, sizeof(big_ws), true, &o), 0);
+	ck_assert_int_eq(uiw_tcp_opts_parse(big_ws, sizeof(big_ws), true, &o), 0);
 	ck_assert_uint_eq(o.ws, 14);
 	/* Unknown kinds are skipped by their length. */
-	ck_assert_int_eq(tcp_opts_parse(unknown, sizeof(unknown), true, &o), 0);
+	ck_assert_int_eq(uiw_tcp_opts_parse(unknown, sizeof(unknown), true, &o), 0);
 	ck_assert_uint_eq(o.mss, 0x100);
 }
 END_TEST
@@ -325,12 +325,12 @@ START_TEST(options_bad_lengths_refused)
 	static const uint8_t sack7[] = { 5, 7, 0, 0, 0, 0, 0, 1 };
 	struct tcp_opts o;
 
-	ck_assert_int_eq(tcp_opts_parse(zero, sizeof(zero), true, &o), -EINVAL);
-	ck_assert_int_eq(tcp_opts_parse(one, sizeof(one), true, &o), -EINVAL);
-	ck_assert_int_eq(tcp_opts_parse(past, sizeof(past), true, &o), -EINVAL);
-	ck_assert_int_eq(tcp_opts_parse(mss3, sizeof(mss3), true, &o), -EINVAL);
-	ck_assert_int_eq(tcp_opts_parse(ts8, sizeof(ts8), false, &o), -EINVAL);
-	ck_assert_int_eq(tcp_opts_parse(sack7, sizeof(sack7), false, &o), -EINVAL);
+	ck_assert_int_eq(uiw_tcp_opts_parse(zero, sizeof(zero), true, &o), -EINVAL);
+	ck_assert_int_eq(uiw_tcp_opts_parse(one, sizeof(one), true, &o), -EINVAL);
+	ck_assert_int_eq(uiw_tcp_opts_parse(past, sizeof(past), true, &o), -EINVAL);
+	ck_assert_int_eq(uiw_tcp_opts_parse(mss3, sizeof(mss3), true, &o), -EINVAL);
+	ck_assert_int_eq(uiw_tcp_opts_parse(ts8, sizeof(ts8), false, &o), -EINVAL);
+	ck_assert_int_eq(uiw_tcp_opts_parse(sack7, sizeof(sack7), false, &o), -EINVAL);
 }
 END_TEST
 
