@@ -76,9 +76,11 @@ uint8_t uiw_ddp_untagged_check(const struct uiw_ddp_stream *st, const struct uiw
 int uiw_ddp_untagged_place(struct uiw_ddp_stream *st, const struct uiw_mpa_ulpdu *u,
 			   const struct uiw_ddp_seg *s, const struct uiw_sge *sg, unsigned n)
 {
-	struct uiw_ddp_queue *q = &st->q[s->qn];
+	struct uiw_ddp_queue *q = &st->q[s->qn < st->nq ? s->qn : 0];
 
-	if (uiw_ddp_place(u, s->hdr_len, s->len, sg, n, q->rx_mo) != 0)
+	/* The queue number was checked (uiw_ddp_untagged_check); a caller that skipped it
+	 * still cannot reach past the queues. */
+	if (s->qn >= st->nq || uiw_ddp_place(u, s->hdr_len, s->len, sg, n, q->rx_mo) != 0)
 		return -1;
 	q->rx_mo += s->len;
 	return 0;
