@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/** @file Cutting mbuf chains from either end, freeing the segments emptied. */
+/** @file Cutting mbuf chains from either end, freeing the segments emptied (inline: TCP
+ *  trims every segment it takes). */
 #ifndef UIW_MBUF_H
 #define UIW_MBUF_H
 
@@ -8,13 +9,46 @@
 #include <rte_mbuf.h>
 
 /** Shortens the chain @p m to its first @p len octets (at most its length). */
-void uiw_mbuf_trim_to(struct rte_mbuf *m, uint32_t len);
+static inline void uiw_mbuf_trim_to(struct rte_mbuf *m, uint32_t len)
+{
+	uint32_t before = 0;
+	uint16_t nsegs = 0;
+
+	for (struct rte_mbuf *seg = m; seg != NULL; seg = seg->next) {
+		nsegs++;
+		if (before + seg->data_len >= len) {
+			seg->data_len = (uint16_t)(len - before);
+			if (seg->next != NULL) {
+				rte_pktmbuf_free(seg->next);
+				seg->next = NULL;
+			}
+			break;
+		}
+		before += seg->data_len;
+	}
+	m->nb_segs = nsegs;
+	m->pkt_len = len;
+}
 
 /**
  * Removes the first @p n octets (at most the chain's length) of @p m. Segments emptied
  * before the last are freed; the last stays, empty when all was cut.
  * @return the new head of the chain, never NULL.
  */
-struct rte_mbuf *uiw_mbuf_cut_front(struct rte_mbuf *m, uint32_t n);
+static inline struct rte_mbuf *uiw_mbuf_cut_front(struct rte_mbuf *m, uint32_t n)
+{
+	while (n > 0 && n >= m->data_len && m->next != NULL) {
+		struct rte_mbuf *next = m->next;
+
+		next->nb_segs = (uint16_t)(m->nb_segs - 1);
+		next->pkt_len = m->pkt_len - m->data_len;
+		n -= m->data_len;
+		m->next = NULL;
+		rte_pktmbuf_free_seg(m);
+		m = next;
+	}
+	rte_pktmbuf_adj(m, (uint16_t)n);
+	return m;
+}
 
 #endif

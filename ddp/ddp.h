@@ -211,31 +211,72 @@ void uiw_ddp_stream_rtr(struct uiw_ddp_stream *st, uint32_t qn, bool ours);
 /** MPA's data path into a stream (its argument is the stream). */
 extern const struct uiw_mpa_ulp uiw_ddp_mpa_ulp;
 
+/* The receive checks and placement below run for every segment: inline. */
+
 /**
  * RFC 5041 §7.2's checks, in its order, of an untagged segment the ULP expects on queue
  * @p qn: the queue number, then, when @p sequenced, its MSN and MO.
  * @return 0, or the code of the Terminate (UIW_DDP_UNT_*).
  */
-uint8_t uiw_ddp_untagged_check(const struct uiw_ddp_stream *st, const struct uiw_ddp_seg *s,
-			       uint32_t qn, bool sequenced);
+static inline uint8_t uiw_ddp_untagged_check(const struct uiw_ddp_stream *st,
+					     const struct uiw_ddp_seg *s, uint32_t qn,
+					     bool sequenced)
+{
+	if (s->qn != qn || qn >= st->nq)
+		return UIW_DDP_UNT_QN;
+	if (!sequenced)
+		return 0;
+	if (s->msn != st->q[qn].rx_msn)
+		return UIW_DDP_UNT_MSN_RANGE;
+	if (s->mo != st->q[qn].rx_mo)
+		return UIW_DDP_UNT_MO;
+	return 0;
+}
 
 /** Places an untagged segment at its queue's MO in @p sg, and counts it.
  *  @return 0, or -1 when it does not fit (nothing placed: UIW_DDP_UNT_TOO_LONG). */
-int uiw_ddp_untagged_place(struct uiw_ddp_stream *st, const struct uiw_mpa_ulpdu *u,
-			   const struct uiw_ddp_seg *s, const struct uiw_sge *sg, unsigned n);
+static inline int uiw_ddp_untagged_place(struct uiw_ddp_stream *st, const struct uiw_mpa_ulpdu *u,
+					 const struct uiw_ddp_seg *s, const struct uiw_sge *sg,
+					 unsigned n)
+{
+	struct uiw_ddp_queue *q = &st->q[s->qn < st->nq ? s->qn : 0];
+
+	/* The queue number was checked (uiw_ddp_untagged_check); a caller that skipped it
+	 * still cannot reach past the queues. */
+	if (s->qn >= st->nq || uiw_ddp_place(u, s->hdr_len, s->len, sg, n, q->rx_mo) != 0)
+		return -1;
+	q->rx_mo += s->len;
+	return 0;
+}
 
 /** The message on queue @p qn is whole. @return its length; the queue expects the next
  *  MSN. */
-uint32_t uiw_ddp_untagged_done(struct uiw_ddp_stream *st, uint32_t qn);
+static inline uint32_t uiw_ddp_untagged_done(struct uiw_ddp_stream *st, uint32_t qn)
+{
+	struct uiw_ddp_queue *q = &st->q[qn];
+	uint32_t len = q->rx_mo;
+
+	q->rx_mo = 0;
+	q->rx_msn++;
+	return len;
+}
 
 /**
  * RFC 5041 §7.1 for a tagged segment into the STag table: the STag valid, of protection
  * domain @p pd, with @p access (the ULP's right, RFC 5040 §8), the TO not wrapping and the
  * payload in bounds. On UIW_STAG_OK, *dst is where the payload goes.
  */
-enum uiw_stag_check uiw_ddp_tagged_target(const struct uiw_stag_table *t, uint32_t pd,
-					  const struct uiw_ddp_seg *s, unsigned access,
-					  struct uiw_sge *dst);
+static inline enum uiw_stag_check uiw_ddp_tagged_target(const struct uiw_stag_table *t,
+							uint32_t pd, const struct uiw_ddp_seg *s,
+							unsigned access, struct uiw_sge *dst)
+{
+	struct uiw_mr *mr;
+	enum uiw_stag_check r = uiw_stag_check(t, s->stag, pd, s->to, s->len, access, &mr);
+
+	if (r == UIW_STAG_OK)
+		*dst = (struct uiw_sge){ mr->addr + (s->to - mr->va), s->len, 0 };
+	return r;
+}
 
 /** The Terminate code (UIW_DDP_TAG_*) for what the STag table refused; UIW_STAG_ACCESS
  *  has none (access rights are the ULP's to report). */
@@ -244,8 +285,15 @@ uint8_t uiw_ddp_tagged_code(enum uiw_stag_check r);
 /** RFC 5041 §7.1 for a tagged segment into a buffer the ULP expects (a Read Response into
  *  its sink): STag @p stag, the segment at TO @p to within @p room octets.
  *  @return 0, UIW_DDP_TAG_INVALID_STAG or UIW_DDP_TAG_BOUNDS. */
-uint8_t uiw_ddp_tagged_window(const struct uiw_ddp_seg *s, uint32_t stag, uint64_t to,
-			      uint64_t room);
+static inline uint8_t uiw_ddp_tagged_window(const struct uiw_ddp_seg *s, uint32_t stag,
+					    uint64_t to, uint64_t room)
+{
+	if (s->stag != stag)
+		return UIW_DDP_TAG_INVALID_STAG;
+	if (s->to != to || s->len > room)
+		return UIW_DDP_TAG_BOUNDS;
+	return 0;
+}
 
 /** uiw_ddp_send_tagged() on the stream's connection and message. */
 int uiw_ddp_stream_send_tagged(struct uiw_ddp_stream *st, uint8_t rdmap, uint32_t stag,

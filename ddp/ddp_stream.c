@@ -59,55 +59,6 @@ void uiw_ddp_stream_rtr(struct uiw_ddp_stream *st, uint32_t qn, bool ours)
 		*(ours ? &st->q[qn].tx_msn : &st->q[qn].rx_msn) = 2;
 }
 
-uint8_t uiw_ddp_untagged_check(const struct uiw_ddp_stream *st, const struct uiw_ddp_seg *s,
-			       uint32_t qn, bool sequenced)
-{
-	if (s->qn != qn || qn >= st->nq)
-		return UIW_DDP_UNT_QN;
-	if (!sequenced)
-		return 0;
-	if (s->msn != st->q[qn].rx_msn)
-		return UIW_DDP_UNT_MSN_RANGE;
-	if (s->mo != st->q[qn].rx_mo)
-		return UIW_DDP_UNT_MO;
-	return 0;
-}
-
-int uiw_ddp_untagged_place(struct uiw_ddp_stream *st, const struct uiw_mpa_ulpdu *u,
-			   const struct uiw_ddp_seg *s, const struct uiw_sge *sg, unsigned n)
-{
-	struct uiw_ddp_queue *q = &st->q[s->qn < st->nq ? s->qn : 0];
-
-	/* The queue number was checked (uiw_ddp_untagged_check); a caller that skipped it
-	 * still cannot reach past the queues. */
-	if (s->qn >= st->nq || uiw_ddp_place(u, s->hdr_len, s->len, sg, n, q->rx_mo) != 0)
-		return -1;
-	q->rx_mo += s->len;
-	return 0;
-}
-
-uint32_t uiw_ddp_untagged_done(struct uiw_ddp_stream *st, uint32_t qn)
-{
-	struct uiw_ddp_queue *q = &st->q[qn];
-	uint32_t len = q->rx_mo;
-
-	q->rx_mo = 0;
-	q->rx_msn++;
-	return len;
-}
-
-enum uiw_stag_check uiw_ddp_tagged_target(const struct uiw_stag_table *t, uint32_t pd,
-					  const struct uiw_ddp_seg *s, unsigned access,
-					  struct uiw_sge *dst)
-{
-	struct uiw_mr *mr;
-	enum uiw_stag_check r = uiw_stag_check(t, s->stag, pd, s->to, s->len, access, &mr);
-
-	if (r == UIW_STAG_OK)
-		*dst = (struct uiw_sge){ mr->addr + (s->to - mr->va), s->len, 0 };
-	return r;
-}
-
 uint8_t uiw_ddp_tagged_code(enum uiw_stag_check r)
 {
 	switch (r) {
@@ -120,16 +71,6 @@ uint8_t uiw_ddp_tagged_code(enum uiw_stag_check r)
 	default:
 		return UIW_DDP_TAG_INVALID_STAG;
 	}
-}
-
-uint8_t uiw_ddp_tagged_window(const struct uiw_ddp_seg *s, uint32_t stag, uint64_t to,
-			      uint64_t room)
-{
-	if (s->stag != stag)
-		return UIW_DDP_TAG_INVALID_STAG;
-	if (s->to != to || s->len > room)
-		return UIW_DDP_TAG_BOUNDS;
-	return 0;
 }
 
 int uiw_ddp_stream_send_tagged(struct uiw_ddp_stream *st, uint8_t rdmap, uint32_t stag,

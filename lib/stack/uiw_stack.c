@@ -85,15 +85,6 @@ int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct u
 	return rc;
 }
 
-unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now)
-{
-	unsigned n = s->tcp != NULL ? uiw_tcp_poll(s->tcp, now) : uiw_net_poll(&s->net, now);
-
-	if (s->mpa != NULL)
-		uiw_mpa_run(s->mpa, now);
-	return n;
-}
-
 void uiw_stack_close(struct uiw_stack *s)
 {
 	uiw_mpa_destroy(s->mpa);

@@ -68,7 +68,14 @@ int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct u
 
 /** One poll pass: receive and demultiplex, timers, MPA timeouts, transmit.
  *  @return frames received. */
-unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now);
+static inline unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now)
+{
+	unsigned n = s->tcp != NULL ? uiw_tcp_poll(s->tcp, now) : uiw_net_poll(&s->net, now);
+
+	if (s->mpa != NULL)
+		uiw_mpa_run(s->mpa, now);
+	return n;
+}
 
 /** Closes every layer, top first (MPA aborts what is left without callbacks). */
 void uiw_stack_close(struct uiw_stack *s);
