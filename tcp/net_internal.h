@@ -8,6 +8,7 @@
 #include "icmp_wire.h"
 #include "ipv4_wire.h"
 #include "net.h"
+#include "uiw_csum.h"
 #include "uiw_mbuf.h"
 
 /** Frees @p m and counts why. */

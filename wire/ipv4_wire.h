@@ -111,33 +111,6 @@ static inline uint16_t uiw_inet_sum(const void *buf, size_t len)
 	return rte_be_to_cpu_16(uiw_raw_sum(buf, len));
 }
 
-/**
- * As uiw_inet_sum() over bytes [off, off+len) of an mbuf chain; the range must exist.
- * Not rte_raw_cksum_mbuf(): in DPDK 22.11 it truncates the unreduced sum of a segment that
- * starts at an odd offset to 16 bits before swapping it, losing carries.
- */
-static inline uint16_t uiw_inet_sum_mbuf(const struct rte_mbuf *m, uint32_t off, uint32_t len)
-{
-	const struct rte_mbuf *seg = m;
-	uint32_t sum = 0, done = 0;
-
-	while (seg != NULL && off >= seg->data_len) {
-		off -= seg->data_len;
-		seg = seg->next;
-	}
-	for (; seg != NULL && done < len; seg = seg->next, off = 0) {
-		uint32_t n = RTE_MIN((uint32_t)seg->data_len - off, len - done);
-		uint16_t part = uiw_raw_sum(rte_pktmbuf_mtod_offset(seg, const void *, off), n);
-
-		/* A part that starts at an odd byte has its words shifted by one byte. */
-		sum += (done & 1) ? rte_bswap16(part) : part;
-		done += n;
-	}
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return rte_be_to_cpu_16((uint16_t)sum);
-}
-
 /** The checksum field value for data whose folded sum (with the field zero) is @p sum. */
 static inline uiw_be16 uiw_inet_cksum_of(uint16_t sum)
 {
