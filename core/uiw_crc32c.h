@@ -2,8 +2,9 @@
 /**
  * @file
  * CRC32c (Castagnoli, reflected polynomial 0x82F63B78), as MPA uses it (RFC 5044 §6.3,
- * computed as in RFC 3720 §B.4). The SSE4.2 crc32 instruction is used where the CPU has
- * it, a slice-by-8 table otherwise; both give the same results.
+ * computed as in RFC 3720 §B.4). Long runs are folded 64 octets at a time with carry-less
+ * multiplication (PCLMULQDQ) where the CPU has it; shorter ones use the SSE4.2 crc32
+ * instruction; a slice-by-8 table serves other CPUs. All give the same results.
  *
  * The state convention: start from UIW_CRC32C_INIT, feed bytes with uiw_crc32c_update()
  * in any number of pieces, then finish with uiw_crc32c_final(). MPA puts the final value
@@ -29,6 +30,16 @@ uint32_t uiw_crc32c_update_hw(uint32_t state, const void *buf, size_t len);
 
 /** True when the CPU has the SSE4.2 crc32 instruction. */
 bool uiw_crc32c_hw_available(void);
+
+/** Runs this long and longer are folded (uiw_crc32c_update_fold) by uiw_crc32c_update(). */
+#define UIW_CRC32C_FOLD_MIN 256
+
+/** PCLMULQDQ folding (any length; it folds from 64 octets); call only when
+ *  uiw_crc32c_fold_available() is true. */
+uint32_t uiw_crc32c_update_fold(uint32_t state, const void *buf, size_t len);
+
+/** True when the CPU has PCLMULQDQ and SSE4.2. */
+bool uiw_crc32c_fold_available(void);
 
 static inline uint32_t uiw_crc32c_final(uint32_t state)
 {

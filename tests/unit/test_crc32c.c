@@ -22,12 +22,14 @@ static uint32_t ref_crc32c(const uint8_t *p, size_t len)
 	return ~c;
 }
 
-static const crc_fn impls[] = { uiw_crc32c_update_sw, uiw_crc32c_update_hw, uiw_crc32c_update };
-static const char *const impl_names[] = { "sw", "hw", "dispatch" };
+static const crc_fn impls[] = { uiw_crc32c_update_sw, uiw_crc32c_update_hw, uiw_crc32c_update,
+				 uiw_crc32c_update_fold };
+static const char *const impl_names[] = { "sw", "hw", "dispatch", "fold" };
+#define NIMPL 4
 
 static bool impl_usable(int i)
 {
-	return i != 1 || uiw_crc32c_hw_available();
+	return i == 1 ? uiw_crc32c_hw_available() : i == 3 ? uiw_crc32c_fold_available() : true;
 }
 
 static uint32_t run(int i, const void *p, size_t len)
@@ -90,12 +92,36 @@ START_TEST(random_lengths_and_alignments_match_reference)
 		size_t len = round < 64 ? (size_t)round : (size_t)rand_r(&seed) % 9000;
 		uint32_t want = ref_crc32c(buf + off, len);
 
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < NIMPL; i++)
 			if (impl_usable(i))
 				ck_assert_msg(run(i, buf + off, len) == want,
 					      "%s: off %zu len %zu", impl_names[i], off, len);
 	}
 	free(buf);
+}
+END_TEST
+
+/* The folding path against the table at every length 0..1100 (its four-lane rounds, the
+ * single-block folds and the tail) and every alignment, from states that are not the
+ * initial one, and over 64 KiB. */
+START_TEST(fold_matches_table_everywhere)
+{
+	static uint8_t buf[65536 + 16];
+	unsigned seed = 99;
+
+	if (!uiw_crc32c_fold_available())
+		return;
+	for (size_t k = 0; k < sizeof(buf); k++)
+		buf[k] = (uint8_t)rand_r(&seed);
+	for (size_t off = 0; off < 16; off++)
+		for (size_t len = 0; len <= 1100; len++) {
+			uint32_t st = (uint32_t)rand_r(&seed) * 2654435761u;
+
+			ck_assert_msg(uiw_crc32c_update_fold(st, buf + off, len) ==
+				      uiw_crc32c_update_sw(st, buf + off, len), "off %zu len %zu", off, len);
+		}
+	ck_assert_uint_eq(uiw_crc32c_update_fold(UIW_CRC32C_INIT, buf + 5, 65536),
+			  uiw_crc32c_update_sw(UIW_CRC32C_INIT, buf + 5, 65536));
 }
 END_TEST
 
@@ -131,8 +157,9 @@ static Suite *crc_suite(void)
 	Suite *s = suite_create("crc32c");
 	TCase *tc = tcase_with_leak_check("crc32c", NULL, NULL);
 
-	tcase_add_loop_test(tc, rfc3720_vectors, 0, 3);
-	tcase_add_loop_test(tc, mpa_worked_fpdu, 0, 3);
+	tcase_add_loop_test(tc, rfc3720_vectors, 0, NIMPL);
+	tcase_add_loop_test(tc, mpa_worked_fpdu, 0, NIMPL);
+	tcase_add_test(tc, fold_matches_table_everywhere);
 	tcase_add_loop_test(tc, random_lengths_and_alignments_match_reference, 0, 8);
 	tcase_add_test(tc, any_split_gives_same_crc);
 	tcase_add_test(tc, dispatch_gives_check_value_and_reports_path);
