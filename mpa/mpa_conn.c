@@ -43,6 +43,7 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
 		return -ENOMEM;
 	m->tcp = tcp;
 	m->pool = pool;
+	m->next_due = UINT64_MAX;
 	TAILQ_INIT(&m->conns);
 	*out = m;
 	return 0;
@@ -467,7 +468,7 @@ static int t_accept(void *ctx, struct uiw_tcp_conn *tc)
 	c->tcp = tc;
 	c->state = MPA_S_WAIT_REQUEST;
 	c->p.timeout_ms = l->p.timeout_ms;
-	c->deadline = uiw_now_ns() + (uint64_t)l->p.timeout_ms * UIW_NS_PER_MS;
+	c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)l->p.timeout_ms * UIW_NS_PER_MS);
 	uiw_tcp_set_user(tc, &mpa_tcp_ops, c);
 	return 0;
 }
@@ -520,7 +521,7 @@ int uiw_mpa_connect(struct uiw_mpa *m, uint32_t dst, uint16_t port,
 		return -ENOMEM;
 	c->info.initiator = true;
 	c->state = MPA_S_TCP_CONNECTING;
-	c->deadline = now + (uint64_t)p->timeout_ms * UIW_NS_PER_MS;
+	c->deadline = mpa_due(c, now + (uint64_t)p->timeout_ms * UIW_NS_PER_MS);
 	rc = uiw_tcp_connect(m->tcp, dst, port, &mpa_tcp_ops, c, now, &c->tcp);
 	if (rc != 0) {
 		conn_free(c);
@@ -557,16 +558,27 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 	return rc;
 }
 
+/* Timers are rare (negotiation, the first FPDU's delay): a pass walks the connections
+ * only once the earliest one set is due, not on every poll. */
 void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 {
 	struct uiw_mpa_conn *c, *next;
+	uint64_t due = UINT64_MAX;
 
+	if (now < m->next_due)
+		return;
+	m->next_due = UINT64_MAX;   /* what the walk's callbacks set lowers it again */
 	for (c = TAILQ_FIRST(&m->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);
 		if (c->release_at != 0 && now >= c->release_at && c->state == MPA_S_FULL)
 			release_held(c);
-		if (c->deadline == 0 || now < c->deadline)
+		if (c->release_at != 0 && c->release_at < due)
+			due = c->release_at;
+		if (c->deadline == 0 || now < c->deadline) {
+			if (c->deadline != 0 && c->deadline < due)
+				due = c->deadline;
 			continue;
+		}
 		mpa_count(m, UIW_MPA_C_timeout);
 		uiw_mpa_set_reason(c, -ETIMEDOUT, "no MPA %s within %u ms",
 			       c->state == MPA_S_TCP_CONNECTING || c->state == MPA_S_WAIT_REPLY ? "Reply"
@@ -574,6 +586,8 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 			       c->p.timeout_ms);
 		uiw_mpa_abort(c, c->reason);
 	}
+	if (due < m->next_due)
+		m->next_due = due;
 }
 
 void uiw_mpa_bind_ulp(struct uiw_mpa_conn *c, const struct uiw_mpa_ulp *ulp, void *arg)

@@ -69,7 +69,17 @@ struct uiw_mpa {
 	struct mpa_listener ls[MPA_LISTEN_MAX];
 	struct mpa_conn_list conns;
 	unsigned nconns;
+	uint64_t next_due;              /* no connection's deadline or release falls before */
 };
+
+/* A connection's timer (deadline or release) is set to @p at: uiw_mpa_run() looks at the
+ * connections again no later than then. */
+static inline uint64_t mpa_due(struct uiw_mpa_conn *c, uint64_t at)
+{
+	if (at < c->m->next_due)
+		c->m->next_due = at;
+	return at;
+}
 
 static inline void mpa_count(struct uiw_mpa *m, enum uiw_mpa_counter k)
 {

@@ -204,7 +204,7 @@ struct rte_mbuf *uiw_mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	c->deadline = 0;   /* the Reply came: the connect timer is done */
 	uiw_mpa_start_full(c);
 	if (c->p.first_delay_us > 0)
-		c->release_at = uiw_now_ns() + (uint64_t)c->p.first_delay_us * 1000u;
+		c->release_at = mpa_due(c, uiw_now_ns() + (uint64_t)c->p.first_delay_us * 1000u);
 	if (c->info.p2p && send_rtr(c) != 0) {
 		uiw_mpa_fail(c, -ENOMEM, "cannot send the RTR");
 		rte_pktmbuf_free(rest);
@@ -325,7 +325,7 @@ int uiw_mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p)
 	uiw_mpa_start_full(c);
 	c->state = MPA_S_WAIT_FIRST;
 	if (c->expect_rtr)
-		c->deadline = uiw_now_ns() + (uint64_t)c->p.timeout_ms * UIW_NS_PER_MS;
+		c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)c->p.timeout_ms * UIW_NS_PER_MS);
 	else
 		uiw_mpa_deliver_established(c);
 	return 0;
