@@ -35,6 +35,7 @@ struct peer {
 	unsigned rr_done;
 	uint32_t rr_got;
 	uint64_t rr_sent_at;
+	uint16_t mss;             /* the send MSS the handshake gave */
 };
 
 struct perf {
@@ -162,8 +163,8 @@ static void on_connected(void *user, struct uiw_tcp_conn *c)
 {
 	struct peer *pe = user;
 
-	(void)c;
 	pe->connected = true;
+	pe->mss = uiw_tcp_mss(c);
 	pe->t_start = uiw_now_ns();
 	if (pe->role == ROLE_RR)
 		rr_request(pe);
@@ -233,6 +234,7 @@ static void report(const struct peer *pe)
 		sha256_hex(&rx, h);
 		printf("conn %u: received %" PRIu64 " bytes sha256 %s\n", pe->id, pe->received, h);
 	}
+	printf("conn %u: mss %u\n", pe->id, pe->mss);
 	if (pe->p->verbose || pe->p->conns == 1)
 		printf("conn %u: %.3f s, %.3f Gb/s\n", pe->id, secs,
 		       secs > 0 ? (double)(pe->sent + pe->received) * 8 / secs / 1e9 : 0.0);
@@ -267,6 +269,7 @@ static int on_accept(void *ctx, struct uiw_tcp_conn *c)
 	if (pe == NULL)
 		return -1;
 	pe->connected = true;
+	pe->mss = uiw_tcp_mss(c);
 	uiw_tcp_set_user(c, &peer_ops, pe);
 	return 0;
 }

@@ -232,9 +232,26 @@ static uint16_t gated_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 	return sent;
 }
 
+/*
+ * memif's buffers are 2048 octets unless its devargs say otherwise, and in DPDK 22.11 a
+ * frame spread over several of them is received again and again once the peer goes
+ * (hundreds of thousands of stale copies of a 20 MB stream at MTU 9000, measured): for an
+ * MTU that needs more, a memif port without bsize= gets buffers that hold a whole frame.
+ */
+static const char *memif_args(const char *name, const char *args, const struct uiw_config *cfg,
+			      char *buf, size_t len)
+{
+	unsigned frame = cfg->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+
+	if (strncmp(name, "net_memif", 9) != 0 || frame <= 2048 || strstr(args, "bsize=") != NULL)
+		return args;
+	snprintf(buf, len, "%s%sbsize=%u", args, *args ? "," : "", (frame + 1023) / 1024 * 1024);
+	return buf;
+}
+
 int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 {
-	char name[RTE_DEV_NAME_MAX_LEN];
+	char name[RTE_DEV_NAME_MAX_LEN], more[sizeof(cfg->port) + 32];
 	size_t n = strcspn(cfg->port, ",");
 	const char *args = cfg->port[n] == ',' ? cfg->port + n + 1 : "";
 	uint16_t port_id;
@@ -246,6 +263,7 @@ int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 	}
 	memcpy(name, cfg->port, n);
 	name[n] = '\0';
+	args = memif_args(name, args, cfg, more, sizeof(more));
 	if (vdev) {
 		int rc = rte_vdev_init(name, args);
 
@@ -286,6 +304,10 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 		 RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
 	conf.rxmode.offloads = info->rx_offload_capa &
 		(RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_TCP_CKSUM);
+	/* Jumbo frames may arrive in chained buffers (virtio-user's mergeable ones): the stack
+	 * takes chains, and the PMD is told so (else it refuses the MTU). */
+	if (cfg->mtu > RTE_ETHER_MTU)
+		conf.rxmode.offloads |= info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER;
 	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
 	if (rc != 0) {
 		UIW_ERR("port %s: configure failed: %s", port->name, strerror(-rc));
@@ -322,10 +344,12 @@ static void setup_mtu(struct uiw_port *port, const struct rte_eth_dev_info *info
 	if (cur == cfg->mtu)
 		return;
 	rc = cfg->mtu <= info->max_mtu ? rte_eth_dev_set_mtu(port->port_id, cfg->mtu) : -EINVAL;
-	if (rc != 0 && rc != -ENOTSUP) {
-		/* Some PMDs (memif, af_packet) cap the ethdev MTU but carry larger frames. */
-		UIW_WARN("port %s: PMD refused MTU %u (%s); frames up to MTU %u are still sent",
-			 port->name, cfg->mtu, strerror(-rc), cfg->mtu);
+	if (rc != 0 && rc != -ENOTSUP && cur > 0 && cur < cfg->mtu) {
+		/* The PMD cannot carry the frames (tap refuses them on transmit for ever, af_packet
+		 * sends them but its receive ring drops them): use its MTU, and TCP's MSS follows. */
+		UIW_WARN("port %s: the PMD refused MTU %u (%s): using its MTU, %u",
+			 port->name, cfg->mtu, strerror(-rc), cur);
+		port->mtu = cur;
 	}
 }
 

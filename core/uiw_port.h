@@ -31,6 +31,7 @@
 	X(tx_bytes, "bytes the PMD accepted")                                        \
 	X(tx_drop_full, "frames dropped: the PMD's TX ring and ours full, or the link down") \
 	X(tx_busy, "frames the PMD refused for now (kept, offered again)")           \
+	X(tx_drop_too_big, "frames dropped: longer than the port's MTU allows")         \
 	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")                  \
 	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
 	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
@@ -144,10 +145,18 @@ uint16_t uiw_port_flush(struct uiw_port *port);
 
 /**
  * Queues one frame for transmission (consumes @p m). When the queue is full and a flush
- * frees no room, the frame is dropped and counted (tx_drop_full).
+ * frees no room, the frame is dropped and counted (tx_drop_full). A frame longer than the
+ * MTU allows (an echo answered in place for a peer with a larger MTU) is dropped and
+ * counted too: a PMD that cannot carry it would refuse it for ever, and the frames
+ * behind it with it.
  */
 static inline void uiw_port_tx(struct uiw_port *port, struct rte_mbuf *m)
 {
+	if (unlikely(m->pkt_len > (uint32_t)port->mtu + RTE_ETHER_HDR_LEN)) {
+		rte_pktmbuf_free(m);
+		port->counters[UIW_PORT_C_tx_drop_too_big]++;
+		return;
+	}
 	if (port->tx_n == UIW_PORT_TX_BUF && uiw_port_flush(port) == 0 &&
 	    port->tx_n == UIW_PORT_TX_BUF) {
 		rte_pktmbuf_free(m);

@@ -44,6 +44,25 @@ START_TEST(refused_frames_kept_for_the_next_flush)
 }
 END_TEST
 
+/* A frame longer than the MTU allows never reaches the PMD (one that cannot carry it would
+ * refuse it for ever, holding the frames behind it): dropped and counted; one at the limit
+ * goes. */
+START_TEST(frames_over_the_mtu_dropped_not_retried)
+{
+	static uint8_t f[1515];
+
+	fake_port_init(&fp, MAC_US);
+	uiw_port_tx(&fp.port, frame_copy(f, 1515));
+	uiw_port_tx(&fp.port, frame_copy(f, 1514));
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_too_big], 1);
+	ck_assert_uint_eq(uiw_port_flush(&fp.port), 1);
+	ck_assert_uint_eq(fp.nsent, 1);
+	ck_assert_uint_eq(fp.sent[0]->pkt_len, 1514);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_busy], 0);
+	fake_port_clear(&fp);
+}
+END_TEST
+
 /* A PMD that takes nothing: the queue fills, has no room, then drops what comes. */
 START_TEST(full_queue_with_a_stuck_pmd_drops_new_frames)
 {
@@ -118,6 +137,7 @@ static Suite *port_suite(void)
 
 	tcase_add_test(tc, refused_frames_kept_for_the_next_flush);
 	tcase_add_test(tc, full_queue_with_a_stuck_pmd_drops_new_frames);
+	tcase_add_test(tc, frames_over_the_mtu_dropped_not_retried);
 	tcase_add_test(tc, full_tx_buffer_flushes_itself);
 	tcase_add_test(tc, ring_pair_carries_frames_both_ways);
 	suite_add_tcase(s, tc);
