@@ -3,17 +3,6 @@
 
 #include <stdbool.h>
 
-/* Folds a 64-bit sum of 32-bit words to 16 bits, as uiw_raw_sum() ends. */
-static uint16_t fold64(uint64_t sum)
-{
-	sum = (sum & 0xffffffffu) + (sum >> 32);
-	sum = (sum & 0xffffffffu) + (sum >> 32);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -71,5 +60,5 @@ uint16_t uiw_csum_raw(const void *buf, size_t len)
 	uint64_t wide = sum64_avx2(p, rounds);
 
 	/* The wide part ends at an even offset: the rest's words line up with it. */
-	return fold64((uint64_t)fold64(wide) + uiw_raw_sum(p + rounds * 64, len - rounds * 64));
+	return uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) + uiw_raw_sum(p + rounds * 64, len - rounds * 64));
 }

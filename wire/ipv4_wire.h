@@ -53,6 +53,17 @@ static inline uint16_t uiw_ipv4_id(const struct uiw_ipv4_hdr *h) { return uiw_be
 static inline uint32_t uiw_ipv4_src(const struct uiw_ipv4_hdr *h) { return uiw_be32_get(h->src); }
 static inline uint32_t uiw_ipv4_dst(const struct uiw_ipv4_hdr *h) { return uiw_be32_get(h->dst); }
 
+/** Folds a 64-bit sum of 32-bit words to the 16-bit one's-complement sum. */
+static inline uint16_t uiw_sum_fold64(uint64_t sum)
+{
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
 /**
  * The folded one's-complement sum of @p len bytes as host-order 16-bit words, the value
  * rte_raw_cksum() gives, eight bytes a step: the sum is independent of the word size and
@@ -97,12 +108,7 @@ static inline uint16_t uiw_raw_sum(const void *buf, size_t len)
 	}
 	if (len == 1)
 		sum += *p;   /* the odd last byte is the low half of a host-order word */
-	sum = (sum & 0xffffffffu) + (sum >> 32);
-	sum = (sum & 0xffffffffu) + (sum >> 32);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	return (uint16_t)sum;
+	return uiw_sum_fold64(sum);
 }
 
 /** One's-complement sum of @p len bytes read as big-endian 16-bit words, folded (RFC 1071). */
