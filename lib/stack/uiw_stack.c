@@ -24,9 +24,12 @@ static int open_port(struct uiw_stack *s, uint16_t port_id, char *err, size_t er
 int uiw_stack_open(struct uiw_stack *s, const struct uiw_config *cfg,
 		   const struct uiw_stack_opts *o, char *err, size_t errlen)
 {
-	struct uiw_port port = s->port;
+	struct uiw_port port;
 	int rc;
 
+	/* The caller's port survives the clearing; any other is made below. */
+	if (o->port_id == UIW_STACK_PORT_READY)
+		port = s->port;
 	memset(s, 0, sizeof(*s));
 	if (o->port_id == UIW_STACK_PORT_READY)
 		s->port = port;
