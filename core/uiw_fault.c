@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "uiw_mbuf.h"
 #include "uiw_time.h"
 
 static uint64_t next_rand(uint64_t *s)
@@ -114,6 +115,10 @@ static void inject(struct uiw_fault *f, struct uiw_fault_dir *d, struct rte_mbuf
 		struct rte_mbuf *m = pkts[i];
 		uint64_t due = now + (uint64_t)d->delay_us * 1000;
 
+		if (m == NULL) {   /* no mbuf for the copy of a frame on lent memory */
+			d->dropped++;
+			continue;
+		}
 		if (chance(f, d->drop)) {
 			rte_pktmbuf_free(m);
 			d->dropped++;
@@ -174,6 +179,16 @@ static uint16_t fault_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 	struct rte_mbuf *out[UIW_PORT_TX_BUF];
 	uint16_t k, sent;
 
+	/* The wrapper holds frames past tx_burst, which a frame pointing into lent memory
+	 * (uiw_port.tx_ext) must not outlive: such frames are held as copies. */
+	for (uint16_t i = 0; i < n; i++) {
+		if (!uiw_mbuf_has_extbuf(pkts[i]))
+			continue;
+		struct rte_mbuf *copy = rte_pktmbuf_copy(pkts[i], port->pool, 0, UINT32_MAX);
+
+		rte_pktmbuf_free(pkts[i]);
+		pkts[i] = copy;
+	}
 	inject(f, &f->tx, pkts, n, port->pool, now);
 	do {
 		k = release(&f->tx, out, UIW_PORT_TX_BUF, now);

@@ -4,9 +4,20 @@
 #ifndef UIW_MBUF_H
 #define UIW_MBUF_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rte_mbuf.h>
+
+/** Whether a segment of the chain @p m refers to memory outside the pool (an external
+ *  buffer, or an mbuf attached to one): memory lent by its owner. */
+static inline bool uiw_mbuf_has_extbuf(const struct rte_mbuf *m)
+{
+	for (; m != NULL; m = m->next)
+		if (RTE_MBUF_HAS_EXTBUF(m))
+			return true;
+	return false;
+}
 
 /** Shortens the chain @p m to its first @p len octets (at most its length). */
 static inline void uiw_mbuf_trim_to(struct rte_mbuf *m, uint32_t len)

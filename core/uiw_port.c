@@ -16,6 +16,7 @@
 
 #include "uiw_fault.h"
 #include "uiw_log.h"
+#include "uiw_mbuf.h"
 #include "uiw_port_gate.h"
 #include "uiw_time.h"
 
@@ -399,6 +400,14 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		UIW_ERR("port %s: start failed: %s", port->name, strerror(-rc));
 		goto fail;
 	}
+	/* These PMDs copy each frame into their ring, socket or file inside tx_burst and free
+	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
+	 * DMA the buffers, so lent memory is copied for them). */
+	port->tx_ext = strcmp(info.driver_name, "net_memif") == 0 ||
+		       strcmp(info.driver_name, "net_af_packet") == 0 ||
+		       strcmp(info.driver_name, "net_tap") == 0 ||
+		       strcmp(info.driver_name, "net_pcap") == 0 ||
+		       strcmp(info.driver_name, "net_null") == 0;
 	/* memif changes its rings from the EAL interrupt thread (uiw_port_gate.h). */
 	if (strcmp(info.driver_name, "net_memif") == 0) {
 		if (uiw_port_gate_attach(port_id) != 0) {
@@ -533,6 +542,25 @@ void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
 
 /* A full ring drains at line rate: 20 us frees a few hundred slots of a memif ring. */
 #define TX_RETRY_NS (20 * 1000ull)
+
+void uiw_port_drop_external(struct uiw_port *port)
+{
+	uint16_t keep = 0;
+
+	if (port->tx_n == 0)
+		return;
+	port->tx_retry_ns = 0;
+	uiw_port_flush(port);
+	for (uint16_t i = 0; i < port->tx_n; i++) {
+		if (uiw_mbuf_has_extbuf(port->tx_buf[i])) {
+			rte_pktmbuf_free(port->tx_buf[i]);
+			port->counters[UIW_PORT_C_tx_drop_lent]++;
+		} else {
+			port->tx_buf[keep++] = port->tx_buf[i];
+		}
+	}
+	port->tx_n = keep;
+}
 
 uint16_t uiw_port_flush(struct uiw_port *port)
 {

@@ -32,6 +32,7 @@
 	X(tx_drop_full, "frames dropped: the PMD's TX ring and ours full, or the link down") \
 	X(tx_busy, "frames the PMD refused for now (kept, offered again)")           \
 	X(tx_drop_too_big, "frames dropped: longer than the port's MTU allows")         \
+	X(tx_drop_lent, "unsent frames dropped: their memory was taken back by its owner") \
 	X(tx_drop_nombuf, "frames not built: the mbuf pool was empty")                  \
 	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
 	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
@@ -63,6 +64,8 @@ struct uiw_port {
 	void *user;                   /**< for the burst functions of a test port */
 	void *fault;                  /**< struct uiw_fault when faults are injected */
 	bool gated;                   /**< memif: bursts take turns with its control thread */
+	bool tx_ext;                  /**< the PMD copies each frame as it takes it: frames may
+	                               *   point into memory DPDK does not know (lent memory) */
 	uint16_t tx_n;
 	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */
 	struct rte_mbuf *tx_buf[UIW_PORT_TX_BUF];
@@ -142,6 +145,10 @@ void uiw_port_read_pmd_counters(struct uiw_port *port);
  * @return the frames the PMD took.
  */
 uint16_t uiw_port_flush(struct uiw_port *port);
+
+/** Flushes, then drops the queued frames the PMD did not take that refer to lent memory
+ *  (counted as tx_drop_lent): their owner is taking the memory back. */
+void uiw_port_drop_external(struct uiw_port *port);
 
 /**
  * Queues one frame for transmission (consumes @p m). When the queue is full and a flush

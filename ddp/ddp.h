@@ -141,6 +141,9 @@ int uiw_ddp_place(const struct uiw_mpa_ulpdu *u, uint32_t from, uint32_t len,
 /** Where the next segment of a message being sent starts. */
 struct uiw_ddp_tx {
 	uint64_t off;         /**< octets of the message already sent */
+	/** The message's SGE octets are lent to MPA under this count (uiw_mpa_send_lent()),
+	 *  or copied when NULL; the sender sets it as the message starts. */
+	struct rte_mbuf_ext_shared_info *lend;
 };
 
 /**

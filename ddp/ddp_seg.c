@@ -117,13 +117,15 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 		struct uiw_mpa_iov iov[1 + SEG_PIECES] = { { hdr, hdr_len } };
 		uint32_t room = mul - hdr_len;
 		uint32_t want = total - tx->off < room ? (uint32_t)(total - tx->off) : room;
+		unsigned ncopy = tx->off < body_len ? 2 : 1;   /* the header, and the body's piece */
 		unsigned k = slice(body, body_len, sg, n, tx->off, want, iov + 1);
 		uint32_t len = 0;
 
 		for (unsigned i = 1; i <= k; i++)
 			len += iov[i].len;
 		hdr_fill(hdr, arg, tx->off, tx->off + len == total);
-		int rc = uiw_mpa_send(c, iov, 1 + k);   /* -ENOBUFS: no room, nothing sent */
+		/* -ENOBUFS: no room, nothing sent */
+		int rc = uiw_mpa_send_lent(c, iov, 1 + k, ncopy, tx->lend);
 
 		if (rc == -ENOBUFS)
 			return 0;

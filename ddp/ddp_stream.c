@@ -39,6 +39,7 @@ void uiw_ddp_stream_attach(struct uiw_ddp_stream *st, struct uiw_mpa_conn *c)
 {
 	st->conn = c;
 	st->tx.off = 0;
+	st->tx.lend = NULL;
 	/* RFC 5041 §5.3: the first message of every queue carries MSN 1. */
 	for (unsigned i = 0; i < st->nq; i++)
 		st->q[i] = (struct uiw_ddp_queue){ .rx_msn = 1, .rx_mo = 0, .tx_msn = 1 };

@@ -56,6 +56,7 @@
 	X(crc_err, "FPDUs with a CRC mismatch (Terminate LLP 0x02)")                         \
 	X(marker_err, "Markers not pointing to their FPDU (Terminate LLP 0x03)")             \
 	X(term_tx, "Terminates sent for MPA errors")                                         \
+	X(tx_lent_octets, "payload octets sent from the caller's memory, not copied")        \
 	X(tx_nombuf, "sends refused: no mbuf")                                               \
 	X(rx_nomem, "streams stopped: no memory to join a ULPDU")
 
@@ -150,6 +151,9 @@ void uiw_mpa_bind_ulp(struct uiw_mpa_conn *c, const struct uiw_mpa_ulp *ulp, voi
 /** Creates MPA over @p tcp; FPDUs are built in mbufs from @p pool. @return 0 or -ENOMEM. */
 int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool *pool);
 
+/** Whether uiw_mpa_send_lent() lends (the default) or copies. */
+void uiw_mpa_set_lend(struct uiw_mpa *m, bool on);
+
 /** Aborts every connection (no callbacks) and frees the engine. */
 void uiw_mpa_destroy(struct uiw_mpa *m);
 
@@ -192,6 +196,29 @@ int uiw_mpa_reject(struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t pd_len);
  *         writable), -ENOTCONN (not in full operation).
  */
 int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n);
+
+/** Pieces shorter than this are copied even when lent: an mbuf of their own costs more. */
+#define UIW_MPA_LEND_MIN 256
+
+/**
+ * Sends one ULPDU as uiw_mpa_send() does, lending the pieces @p iov[ncopy] to @p iov[n-1]
+ * instead of copying them (zero-copy transmit): each lent piece of at least
+ * UIW_MPA_LEND_MIN octets is queued as an external mbuf on the caller's memory sharing
+ * @p lend, whose count goes up by one per mbuf that refers to it and down as each is
+ * freed (the TCP send queue frees its own when the peer acknowledges the octets, the PMD
+ * when it has copied the frame). The caller keeps its memory unchanged until the count
+ * falls to what it holds itself (lend->free_cb when it reaches 0). Without @p lend, with
+ * Markers, or with lending turned off (config tx_zero_copy=0), the pieces are copied.
+ */
+int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
+		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend);
+
+/**
+ * Takes back what the connection holds of lent memory (held FPDUs, the TCP send queue): it
+ * is copied into mbufs of the pool, and the lenders' counts fall. Without mbufs for that,
+ * the connection is reset (dropping the references). @return 0, or -ENOMEM after a reset.
+ */
+int uiw_mpa_unlend(struct uiw_mpa_conn *c);
 
 /** Whether a ULPDU of @p ulen octets fits in the send space now. */
 bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen);

@@ -9,7 +9,9 @@
 #include "ddp_wire.h"
 #include "mpa_internal.h"
 #include "rdmap_wire.h"
+#include "uiw_crc32c.h"
 #include "uiw_log.h"
+#include "uiw_mbuf.h"
 #include "uiw_time.h"
 
 #define MPA_C_DESC_(name, help) [UIW_MPA_C_##name] = { #name, help },
@@ -44,9 +46,16 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
 	m->tcp = tcp;
 	m->pool = pool;
 	m->next_due = UINT64_MAX;
+	m->lend = true;
+	m->lend_iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
 	TAILQ_INIT(&m->conns);
 	*out = m;
 	return 0;
+}
+
+void uiw_mpa_set_lend(struct uiw_mpa *m, bool on)
+{
+	m->lend = on;
 }
 
 static void conn_free(struct uiw_mpa_conn *c)
@@ -217,22 +226,122 @@ static struct rte_mbuf *alloc_chain(struct rte_mempool *pool, uint32_t len,
 	return head;
 }
 
-int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold)
+/* Appends @p n octets to the chain @p head, into its last mbuf while it has room (a pool
+ * mbuf, never a lent one), else into new ones. @return false when out of mbufs. */
+static bool chain_put(struct rte_mempool *pool, struct rte_mbuf *head, struct rte_mbuf **tail,
+		      const uint8_t *src, uint32_t n)
+{
+	while (n > 0) {
+		struct rte_mbuf *t = *tail;
+		uint32_t room = RTE_MBUF_HAS_EXTBUF(t) ? 0 : rte_pktmbuf_tailroom(t);
+
+		if (room == 0) {
+			t = rte_pktmbuf_alloc(pool);
+			if (t == NULL || rte_pktmbuf_chain(head, t) != 0) {
+				rte_pktmbuf_free(t);
+				return false;
+			}
+			*tail = t;
+			continue;
+		}
+		uint32_t k = n < room ? n : room;
+
+		memcpy(rte_pktmbuf_mtod_offset(t, uint8_t *, t->data_len), src, k);
+		t->data_len = (uint16_t)(t->data_len + k);
+		head->pkt_len += k;
+		src += k;
+		n -= k;
+	}
+	return true;
+}
+
+/*
+ * One FPDU without Markers whose pieces from @p iov[ncopy] on are lent, not copied, when
+ * they are long enough to pay for an mbuf of their own: such a piece is an external
+ * buffer on the caller's memory sharing @p lend, whose count rises by one per mbuf, so
+ * the caller knows when neither the send queue nor the PMD refers to the memory any more.
+ * The CRC is computed over the memory where it lies: the only pass over the payload here.
+ */
+static struct rte_mbuf *fpdu_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov,
+				  unsigned n, unsigned ncopy, struct rte_mbuf_ext_shared_info *lend,
+				  uint32_t ulen)
+{
+	static const uint8_t zeros[4];
+	struct rte_mempool *pool = c->m->pool;
+	struct rte_mbuf *head = rte_pktmbuf_alloc(pool), *tail = head;
+	uint32_t crc = UIW_CRC32C_INIT;
+	uint8_t hdr[UIW_MPA_FPDU_HDR_LEN], trailer[UIW_MPA_CRC_LEN];
+	bool crc_on = c->info.crc;
+
+	if (head == NULL)
+		return NULL;
+	uiw_mpa_ulpdu_len_set(hdr, (uint16_t)ulen);
+	if (crc_on)
+		crc = uiw_crc32c_update(crc, hdr, sizeof(hdr));
+	if (!chain_put(pool, head, &tail, hdr, sizeof(hdr)))
+		goto fail;
+	for (unsigned i = 0; i < n; i++) {
+		if (crc_on)
+			crc = uiw_crc32c_update(crc, iov[i].base, iov[i].len);
+		if (i < ncopy || iov[i].len < UIW_MPA_LEND_MIN) {
+			if (!chain_put(pool, head, &tail, iov[i].base, iov[i].len))
+				goto fail;
+			continue;
+		}
+		struct rte_mbuf *e = rte_pktmbuf_alloc(pool);
+
+		if (e == NULL)
+			goto fail;
+		rte_pktmbuf_attach_extbuf(e, iov[i].base, c->m->lend_iova_va ?
+					  (rte_iova_t)(uintptr_t)iov[i].base : RTE_BAD_IOVA,
+					  (uint16_t)iov[i].len, lend);
+		rte_mbuf_ext_refcnt_update(lend, 1);
+		e->data_len = (uint16_t)iov[i].len;
+		e->pkt_len = iov[i].len;
+		if (rte_pktmbuf_chain(head, e) != 0) {
+			rte_pktmbuf_free(e);
+			goto fail;
+		}
+		tail = e;
+		c->m->c[UIW_MPA_C_tx_lent_octets] += iov[i].len;
+	}
+	if (crc_on)
+		crc = uiw_crc32c_update(crc, zeros, uiw_mpa_pad(ulen));
+	uiw_mpa_crc_set(trailer, crc_on ? uiw_crc32c_final(crc) : 0);
+	if (!chain_put(pool, head, &tail, zeros, uiw_mpa_pad(ulen)) ||
+	    !chain_put(pool, head, &tail, trailer, sizeof(trailer)))
+		goto fail;
+	return head;
+fail:
+	rte_pktmbuf_free(head);   /* lent mbufs give their counts back as they go */
+	return NULL;
+}
+
+int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
+		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend, bool hold)
 {
 	struct uiw_mpa_iov out[FPDU_SEGS_MAX];
 	uint64_t ulen = 0;
 	unsigned nout;
+	struct rte_mbuf *m;
 
 	for (unsigned i = 0; i < n; i++)
 		ulen += iov[i].len;
 	uint32_t wire = uiw_mpa_fpdu_wire_len(c->tx_pos, (uint32_t)ulen, c->info.markers_tx);
-	struct rte_mbuf *m = alloc_chain(c->m->pool, wire, out, &nout);
 
+	/* Markers interleave the payload every 512 octets: such FPDUs are copied. */
+	if (lend != NULL && !c->info.markers_tx && ncopy < n) {
+		m = fpdu_lent(c, iov, n, ncopy, lend, (uint32_t)ulen);
+	} else {
+		m = alloc_chain(c->m->pool, wire, out, &nout);
+		if (m != NULL)
+			uiw_mpa_fpdu_encode(out, nout, c->tx_pos, c->info.markers_tx, c->info.crc,
+					    iov, n);
+	}
 	if (m == NULL) {
 		mpa_count(c->m, UIW_MPA_C_tx_nombuf);
 		return -ENOBUFS;
 	}
-	uiw_mpa_fpdu_encode(out, nout, c->tx_pos, c->info.markers_tx, c->info.crc, iov, n);
 	c->tx_pos += wire;
 	mpa_count(c->m, UIW_MPA_C_fpdu_tx);
 	if (hold) {
@@ -263,7 +372,8 @@ bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen)
 	return c->state == MPA_S_FULL && wire <= uiw_tcp_send_space(c->tcp);
 }
 
-int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n)
+int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
+		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend)
 {
 	uint64_t ulen = 0;
 
@@ -275,7 +385,43 @@ int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned
 		return -EMSGSIZE;
 	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
 		return -ENOBUFS;
-	return uiw_mpa_send_fpdu(c, iov, n, c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
+	return uiw_mpa_send_fpdu(c, iov, n, ncopy, c->m->lend ? lend : NULL,
+				 c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
+}
+
+int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n)
+{
+	return uiw_mpa_send_lent(c, iov, n, n, NULL);
+}
+
+/*
+ * Takes back every octet lent to this connection: the FPDUs held and the TCP send queue
+ * get copies in place of references, so the lenders' counts fall to what they hold
+ * themselves. When there are no mbufs to copy into, the connection is reset instead (which
+ * drops the references as well). @return 0, or -ENOMEM after the reset.
+ */
+int uiw_mpa_unlend(struct uiw_mpa_conn *c)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < c->nheld && rc == 0; i++) {
+		struct rte_mbuf *m = c->held[i], *copy;
+
+		if (!uiw_mbuf_has_extbuf(m))
+			continue;
+		copy = rte_pktmbuf_copy(m, c->m->pool, 0, UINT32_MAX);
+		if (copy == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		rte_pktmbuf_free(m);
+		c->held[i] = copy;
+	}
+	if (rc == 0 && c->tcp != NULL)
+		rc = uiw_tcp_sndq_own(c->tcp);
+	if (rc != 0)
+		uiw_mpa_abort(c, "no mbufs to take lent memory back");
+	return rc;
 }
 
 void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why)
@@ -293,7 +439,7 @@ void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why
 	uiw_ddp_untagged_set(&term.h, UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE), 0,
 			     UIW_DDP_QN_TERMINATE, 1, 0);
 	uiw_rdmap_term_set(&term.t, UIW_TERM_LAYER_LLP, 0, code, 0);
-	if (c->nheld == 0 && uiw_mpa_send_fpdu(c, &iov, 1, false) == 0)
+	if (c->nheld == 0 && uiw_mpa_send_fpdu(c, &iov, 1, 1, NULL, false) == 0)
 		mpa_count(c->m, UIW_MPA_C_term_tx);
 	uiw_mpa_fail(c, -EPROTO, "%s (Terminate LLP 0x%02x)", why, code);
 }

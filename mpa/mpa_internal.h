@@ -70,6 +70,8 @@ struct uiw_mpa {
 	struct mpa_conn_list conns;
 	unsigned nconns;
 	uint64_t next_due;              /* no connection's deadline or release falls before */
+	bool lend;                      /* uiw_mpa_send_lent() lends (config tx_zero_copy) */
+	bool lend_iova_va;              /* lent memory's IOVA is its address (EAL IOVA as VA) */
 };
 
 /* A connection's timer (deadline or release) is set to @p at: uiw_mpa_run() looks at the
@@ -92,7 +94,8 @@ void uiw_mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 void uiw_mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int uiw_mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len);
-int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n, bool hold);
+int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
+		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend, bool hold);
 void uiw_mpa_start_full(struct uiw_mpa_conn *c);
 void uiw_mpa_deliver_established(struct uiw_mpa_conn *c);
 

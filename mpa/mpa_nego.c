@@ -117,7 +117,7 @@ static int send_rtr(struct uiw_mpa_conn *c)
 		break;
 	}
 	mpa_count(c->m, UIW_MPA_C_rtr_tx);
-	return uiw_mpa_send_fpdu(c, &iov, 1, c->release_at != 0);
+	return uiw_mpa_send_fpdu(c, &iov, 1, 1, NULL, c->release_at != 0);
 }
 
 /* Initiator: what the Reply settles (RFC 5044 §7.1.2, RFC 6581 §5-§6). @return the LLP
@@ -400,7 +400,7 @@ bool uiw_mpa_rtr_take(struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
 
 		uiw_ddp_tagged_set(&resp, UIW_DDP_T | UIW_DDP_L | UIW_DDP_VERSION, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
 				   uiw_rdmap_rr_sink_stag(&rd.rr), uiw_rdmap_rr_sink_to(&rd.rr));
-		if (uiw_mpa_send_fpdu(c, &iov, 1, false) != 0) {
+		if (uiw_mpa_send_fpdu(c, &iov, 1, 1, NULL, false) != 0) {
 			uiw_mpa_fail(c, -ENOMEM, "cannot answer the Read RTR");
 			return false;
 		}

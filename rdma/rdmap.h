@@ -34,6 +34,7 @@
 	X(rx_read_resp, "Read Responses placed")                                             \
 	X(term_tx, "Terminates sent")                                                        \
 	X(term_rx, "Terminates received")                                                    \
+	X(tx_lent_wait, "Sends and Writes whose completion waited for the peer's acknowledgement") \
 	X(flushed, "work requests flushed by an error")                                      \
 	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)")
 
@@ -177,12 +178,21 @@ struct uiw_ddp_stream *uiw_qp_stream(struct uiw_qp *qp);
 int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr);
 int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr);
 
-/** A send queue entry: the work request and how it ended. */
+/**
+ * A send queue entry: the work request and how it ended. A Send's or Write's SGE memory is
+ * lent to the layers below while it goes out (zero-copy transmit): @p lend counts the mbufs
+ * that refer to it, plus one while RDMAP is still sending it, and the entry completes only
+ * once @p done is set and the count is back to 0, when the peer has acknowledged every
+ * octet and no frame refers to the memory any more (RFC 5040 §5.1: the buffer is the
+ * application's again on completion).
+ */
 struct uiw_sq_entry {
 	struct uiw_send_wr wr;
 	bool done;
 	enum uiw_wc_status status;
 	uint32_t len;
+	struct uiw_qp *qp;
+	struct rte_mbuf_ext_shared_info lend;
 };
 
 /** The send queue ring: [comp, tx) sent or in flight, [tx, tail) waiting; indices run mod

@@ -53,6 +53,7 @@ struct uiw_qp {
 
 	/* Transmit: the message under way (messages go out whole, one after another). */
 	enum tx_kind tx_kind;
+	bool destroying;                   /* lent memory coming back completes nothing */
 	unsigned irq_burst;
 	uint8_t term_body[TERM_BODY_MAX];
 	uint32_t term_len;

@@ -72,7 +72,7 @@ void uiw_qp_complete_sq(struct uiw_qp *qp)
 	while (qp->sq.comp != qp->sq.tx) {
 		struct uiw_sq_entry *e = &qp->sq.e[qp->sq.comp & qp->sq.mask];
 
-		if (!e->done)
+		if (!e->done || rte_mbuf_ext_refcnt_read(&e->lend) != 0)
 			return;
 		if (e->wr.signaled || e->status != UIW_WC_SUCCESS) {
 			struct uiw_wc wc = { .wr_id = e->wr.wr_id, .status = e->status,
@@ -131,12 +131,34 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 	return 0;
 }
 
+/* Whether some entry's memory is still lent (counted beyond RDMAP's own reference). */
+static bool sq_lent(const struct uiw_qp *qp)
+{
+	for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++)
+		if (rte_mbuf_ext_refcnt_read(&qp->sq.e[i & qp->sq.mask].lend) != 0)
+			return true;
+	return false;
+}
+
 void uiw_qp_destroy(struct uiw_qp *qp)
 {
 	if (qp == NULL)
 		return;
+	qp->destroying = true;
+	/* The reset frees the send queue and the frames that refer to lent memory. */
 	if (qp->ddp.conn != NULL)
 		uiw_mpa_abort(qp->ddp.conn, "QP destroyed");
+	if (qp->sq.e != NULL) {
+		for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++)
+			if (!qp->sq.e[i & qp->sq.mask].done)
+				rte_mbuf_ext_refcnt_set(&qp->sq.e[i & qp->sq.mask].lend, 0);
+		if (sq_lent(qp)) {
+			/* Never: a reference left would point into freed memory. */
+			UIW_ERR("qp %u: destroyed while frames still refer to its send queue; "
+				"its memory is kept", qp->qp_num);
+			return;
+		}
+	}
 	free(qp->sq.e);
 	free(qp->rq);
 	free(qp);
@@ -146,12 +168,18 @@ void uiw_qp_destroy(struct uiw_qp *qp)
  * receive under way, the QP's own receives. */
 static void flush_queues(struct uiw_qp *qp)
 {
+	/* The connection may still send what it queued (a Terminate goes after it): lent
+	 * memory is copied out first, so the application has its buffers back on completion.
+	 * Messages that were all queued complete as sent when their counts fall. */
+	if (qp->ddp.conn != NULL && sq_lent(qp))
+		uiw_mpa_unlend(qp->ddp.conn);
 	for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++) {
 		struct uiw_sq_entry *e = &qp->sq.e[i & qp->sq.mask];
 
 		if (!e->done) {
 			e->done = true;
 			e->status = UIW_WC_WR_FLUSH_ERR;
+			rte_mbuf_ext_refcnt_set(&e->lend, 0);   /* RDMAP's own, of the one under way */
 			qp_count(qp, UIW_RDMAP_C_flushed);
 		}
 	}
@@ -302,6 +330,9 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 
 void uiw_qp_detach(struct uiw_qp *qp)
 {
+	/* The connection lives on without the QP: it keeps copies, not the QP's memory. */
+	if (qp->ddp.conn != NULL && sq_lent(qp))
+		uiw_mpa_unlend(qp->ddp.conn);
 	uiw_ddp_stream_detach(&qp->ddp);
 }
 

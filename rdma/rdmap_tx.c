@@ -48,9 +48,12 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0] };
 		qp_count(qp, UIW_RDMAP_C_tx_read_req);
 	} else {
-		/* Copied into mbufs: the buffer is the application's again. */
+		/* All handed to MPA: it completes once nothing refers to its memory (RFC 5040
+		 * §5.1 hands the buffer back only then); octets copied are no longer counted. */
 		e->done = true;
 		e->status = UIW_WC_SUCCESS;
+		if (rte_mbuf_ext_refcnt_update(&e->lend, -1) != 0)
+			qp_count(qp, UIW_RDMAP_C_tx_lent_wait);
 		if (e->wr.op == UIW_WR_WRITE) {
 			qp_count(qp, UIW_RDMAP_C_tx_write);
 		} else {
@@ -143,6 +146,29 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 	return true;
 }
 
+/* The last mbuf that referred to a work request's memory is gone. */
+static void sq_lent_back(void *addr, void *opaque)
+{
+	struct uiw_sq_entry *e = opaque;
+
+	(void)addr;
+	if (!e->qp->destroying)
+		uiw_qp_complete_sq(e->qp);
+}
+
+/* A Send's or Write's memory is lent to MPA while it goes out; the count starts at one,
+ * RDMAP's own, given back when the message is all sent (sq_sent) or flushed. */
+static struct rte_mbuf_ext_shared_info *sq_lend(struct uiw_qp *qp, struct uiw_sq_entry *e)
+{
+	if (e->wr.op == UIW_WR_READ)
+		return NULL;
+	e->qp = qp;
+	e->lend.free_cb = sq_lent_back;
+	e->lend.fcb_opaque = e;
+	rte_mbuf_ext_refcnt_set(&e->lend, 1);
+	return &e->lend;
+}
+
 void uiw_qp_pump(struct uiw_qp *qp)
 {
 	while (qp->ddp.conn != NULL) {
@@ -153,6 +179,8 @@ void uiw_qp_pump(struct uiw_qp *qp)
 				return;   /* Terminated: the pump ran again from there */
 			qp->tx_kind = k;
 			qp->ddp.tx.off = 0;
+			qp->ddp.tx.lend = k == TX_SQ ? sq_lend(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask])
+						   : NULL;
 			if (qp->tx_kind == TX_IDLE)
 				return;
 		}

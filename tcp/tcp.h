@@ -163,6 +163,13 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
  */
 int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags);
 
+/**
+ * Copies into pool mbufs whatever the send queue holds of memory lent to it (external
+ * buffers, uiw_mpa_send_lent()), and drops the port's unsent frames that refer to such
+ * memory (their octets go again from the copies). @return 0, or -ENOMEM when out of mbufs.
+ */
+int uiw_tcp_sndq_own(struct uiw_tcp_conn *c);
+
 /** Bytes uiw_tcp_send() accepts now. */
 uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c);
 

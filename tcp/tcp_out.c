@@ -66,6 +66,51 @@ void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 	}
 }
 
+/*
+ * Replaces every mbuf of the send queue that refers to lent memory (an external buffer) by
+ * a copy from the pool, and drops the frames the port still holds that do (TCP sends
+ * those octets again from the copies). The lenders' counts fall as the references go.
+ * @return 0, or -ENOMEM when the pool ran dry (the queue is then partly copied).
+ */
+int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
+{
+	struct tcp_sndq *q = &c->sq;
+	struct rte_mbuf **link = &q->head;
+	struct uiw_port *port = c->tcp->port;
+
+	if (port->tx_ext)
+		uiw_port_drop_external(port);
+	for (struct rte_mbuf *m = q->head; m != NULL; link = &m->next, m = m->next) {
+		struct rte_mbuf *copy;
+
+		if (!RTE_MBUF_HAS_EXTBUF(m))
+			continue;
+		copy = rte_pktmbuf_copy(m, c->tcp->port->pool, 0, m->data_len);
+		if (copy == NULL)
+			return -ENOMEM;
+		/* A copy longer than one pool mbuf is a chain: its segments join the queue. */
+		struct rte_mbuf *last = copy;
+
+		c->tcp->sq_mbufs += copy->nb_segs - 1u;
+		for (struct rte_mbuf *s = copy; s != NULL; s = s->next) {
+			s->nb_segs = 1;
+			s->pkt_len = s->data_len;
+			last = s;
+		}
+		copy->ol_flags = (copy->ol_flags & ~c->tcp->record_flag) |
+				 (m->ol_flags & c->tcp->record_flag);
+		last->next = m->next;
+		*link = copy;
+		if (q->tail == m)
+			q->tail = last;
+		m->next = NULL;
+		rte_pktmbuf_free_seg(m);
+		m = last;
+	}
+	q->cur = NULL;
+	return 0;
+}
+
 /* The mbuf holding sequence @p seq and the sequence of its first byte. */
 static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t *mseq)
 {
@@ -97,7 +142,9 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 	struct rte_mbuf *mi;
 	char *dst;
 
-	if (!attach) {
+	/* Lent memory goes to the PMD by reference only where the PMD copies the frame at
+	 * once (uiw_port.tx_ext); else it is copied here. */
+	if (!attach || (RTE_MBUF_HAS_EXTBUF(m) && !c->tcp->port->tx_ext)) {
 		dst = rte_pktmbuf_append(seg, (uint16_t)n);
 		if (dst == NULL)
 			return false;

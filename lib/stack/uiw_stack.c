@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_ethdev.h>
+
 #include "uiw_log.h"
 #include "uiw_time.h"
 
@@ -54,6 +56,12 @@ int uiw_stack_open(struct uiw_stack *s, const struct uiw_config *cfg,
 		uiw_stack_close(s);
 		return -ENOMEM;
 	}
+	/* Lending pays where the PMD takes chained frames and copies or sends them from the
+	 * memory itself; elsewhere the payload is copied once, in the CRC's pass. */
+	if (s->mpa != NULL)
+		uiw_mpa_set_lend(s->mpa, cfg->tx_zero_copy == 2 ||
+				 (cfg->tx_zero_copy == 1 && s->port.tx_ext &&
+				  (s->port.tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)));
 	if (!o->defer_start)
 		uiw_stack_start(s);
 	return 0;

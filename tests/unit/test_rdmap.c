@@ -600,6 +600,72 @@ START_TEST(operations_through_loss)
 }
 END_TEST
 
+/*
+ * Zero-copy transmit: a Send's or Write's memory goes out by reference, so its work request
+ * may complete only once the stack no longer needs the octets (acknowledged, no frame
+ * referring to them). Through loss both ways, each source buffer is overwritten right after
+ * its completion and the next message goes from the same memory: every message the peer
+ * received is the one posted (with the CRC on, a retransmission of rewritten memory would
+ * also fail its CRC; with it off it would place the wrong octets).
+ */
+START_TEST(lent_buffer_rewritten_after_completion)
+{
+	const uint32_t n = 48 * 1024, rounds = 12;
+	struct uiw_config cfg;
+
+	teardown();
+	uiw_config_defaults(&cfg);
+	cfg.tcp_time_wait_ms = 0;
+	cfg.tcp_min_rto_ms = 5;
+	cfg.tcp_init_rto_ms = 20;
+	snprintf(cfg.fault_rx, sizeof(cfg.fault_rx), "drop=4,reorder=2");
+	snprintf(cfg.fault_tx, sizeof(cfg.fault_tx), "drop=4");
+	cfg.fault_seed = 11;
+	cfg.tx_zero_copy = 2;   /* the test port copies: TCP copies from the memory as it sends */
+	pair_setup_cfg(&cfg);
+	side_init(&A, 1);
+	side_init(&B, 2);
+	connect_qps(8, _i == 0, false);
+	for (uint32_t k = 0; k < rounds; k++) {
+		bool send = k % 2 == 1;
+		uint8_t *dst = B.buf + k * n;
+		/* Two SGEs, so a message's FPDUs take memory from both. */
+		struct uiw_send_wr op = { .wr_id = k, .signaled = true, .nsge = 2,
+					  .op = send ? UIW_WR_SEND : UIW_WR_WRITE,
+					  .sg = { { A.buf, n / 3 }, { A.buf + n / 3, n - n / 3 } },
+					  .rkey = B.mr->stag, .remote_addr = B.mr->va + k * n };
+		struct uiw_recv_wr r = { .wr_id = k, .sg = { { dst, n } }, .nsge = 1 };
+
+		fill(A.buf, n, (uint8_t)(k + 1));
+		if (send)
+			ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &op), 0);
+		ck_assert_msg(wait_one(&A.scq).status == UIW_WC_SUCCESS, "round %u: %s / %s", k,
+			      A.why, B.why);
+		memset(A.buf, 0xee, n);   /* the application's again: rewritten at once */
+		if (send)
+			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
+	}
+	/* A Read behind the last Write sees everything before it placed (RFC 5040 §5.5). */
+	struct uiw_send_wr probe = { .wr_id = 99, .op = UIW_WR_READ, .signaled = true,
+				     .sg = { { A.buf + BIG - 4096, 4096 } }, .nsge = 1,
+				     .rkey = B.mr->stag, .remote_addr = B.mr->va,
+				     .sink_stag = A.mr->stag, .sink_to = A.mr->va + BIG - 4096 };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &probe), 0);
+	ck_assert_int_eq(wait_one(&A.scq).status, UIW_WC_SUCCESS);
+	for (uint32_t k = 0; k < rounds; k++) {
+		fill(A.buf, n, (uint8_t)(k + 1));
+		ck_assert_msg(memcmp(B.buf + k * n, A.buf, n) == 0, "message %u changed", k);
+	}
+	ck_assert(!A.err && !B.err);
+	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets],
+			  (uint64_t)rounds * n * 9 / 10);
+	ck_assert_uint_gt(uiw_qp_counters(A.qp)[UIW_RDMAP_C_tx_lent_wait], 0);
+	ck_assert_uint_gt(pair_a.st.fault.tx.dropped + pair_b.st.fault.rx.dropped, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rdmap");
@@ -615,6 +681,7 @@ int main(void)
 	tcase_add_test(tc, read_out_of_bounds_terminated);
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, operations_through_loss);
+	tcase_add_loop_test(tc, lent_buffer_rewritten_after_completion, 0, 2);
 	tcase_add_loop_test(tc, queues_of_three_across_the_wrap, 0, 2);
 	tcase_add_test(tc, posted_while_terminating_flushes);
 	suite_add_tcase(s, tc);
