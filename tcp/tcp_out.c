@@ -27,16 +27,21 @@ void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c)
 {
 	struct tcp_sndq *q = &c->sq;
 	struct rte_mbuf *m = q->head;
+	bool lent = false;
 
 	while (m != NULL) {
 		struct rte_mbuf *next = m->next;
 
+		lent |= RTE_MBUF_HAS_EXTBUF(m);
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
 		c->tcp->sq_mbufs--;
 		m = next;
 	}
 	memset(q, 0, sizeof(*q));
+	/* Unsent frames of this queue must not outlive it on lent memory. */
+	if (lent && c->tcp->port->tx_ext)
+		uiw_port_drop_external(c->tcp->port);
 }
 
 /* Frees @p acked bytes from the front (snd_una moves by as much). */
