@@ -40,7 +40,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->mpa_crc = 1;
 	cfg->mpa_markers = 0;
 	cfg->mpa_markers_ok = 1;
-	cfg->tx_zero_copy = 1;
+	cfg->tx_zero_copy = 0;
 	cfg->mpa_p2p = 0;
 	cfg->mpa_rtr = 2 | 4;
 	cfg->mpa_ird = 16;

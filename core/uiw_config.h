@@ -79,7 +79,7 @@ struct uiw_config {
 	unsigned mpa_ord;                  /**< outbound Read Requests at once */
 	unsigned mpa_pd_max;               /**< largest private data taken from a peer */
 	unsigned tx_zero_copy;             /**< Sends and Writes go out from registered memory:
-	                                    *   0 never, 1 where the port can (default), 2 always */
+	                                    *   0 never (default), 1 where the port can, 2 always */
 	unsigned mpa_reply_timeout_ms;     /**< initiator: wait for the Reply */
 	unsigned mpa_request_timeout_ms;   /**< responder: wait for the Request (and RTR) */
 	unsigned mpa_initiator_delay_us;   /**< initiator: first FPDU this long after the Reply */

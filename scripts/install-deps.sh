@@ -17,6 +17,8 @@ packages=(
 	# are downloaded by that script, never installed)
 	qemu-system-x86 busybox-static kmod cpio xz-utils binutils make libc6-dev libelf-dev
 	rdma-core ibverbs-providers
+	# the kernel's figures beside ours in the benchmarks (tests/bench, side-by-side.sh)
+	iperf3 sockperf
 )
 
 missing=()
