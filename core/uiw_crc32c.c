@@ -94,6 +94,21 @@ __attribute__((target("pclmul,sse4.2"))) static inline __m128i load16(const uint
 	return _mm_loadu_si128((const __m128i *)(const void *)p);
 }
 
+#define K128 _mm_set_epi64x((long long)FOLD128_HI, (long long)FOLD128_LO)
+
+/* The last folded block is carried over the 16-octet blocks left, then its CRC (from
+ * state 0, two crc32 instructions) continues over the tail. */
+__attribute__((target("pclmul,sse4.2"))) static inline uint32_t
+fold_finish(__m128i x0, const uint8_t *p, size_t len)
+{
+	for (; len >= 16; p += 16, len -= 16)
+		x0 = fold(x0, K128, load16(p));
+	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
+
+	s = _mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
+	return uiw_crc32c_update_hw((uint32_t)s, p, len);
+}
+
 __attribute__((target("pclmul,sse4.2"))) uint32_t uiw_crc32c_update_fold(uint32_t state,
 									   const void *buf, size_t len)
 {
@@ -102,7 +117,6 @@ __attribute__((target("pclmul,sse4.2"))) uint32_t uiw_crc32c_update_fold(uint32_
 	if (len < 64)
 		return uiw_crc32c_update_hw(state, buf, len);
 	const __m128i k512 = _mm_set_epi64x((long long)FOLD512_HI, (long long)FOLD512_LO);
-	const __m128i k128 = _mm_set_epi64x((long long)FOLD128_HI, (long long)FOLD128_LO);
 	__m128i x0 = _mm_xor_si128(load16(p), _mm_cvtsi32_si128((int)state));
 	__m128i x1 = load16(p + 16), x2 = load16(p + 32), x3 = load16(p + 48);
 
@@ -112,13 +126,8 @@ __attribute__((target("pclmul,sse4.2"))) uint32_t uiw_crc32c_update_fold(uint32_
 		x2 = fold(x2, k512, load16(p + 32));
 		x3 = fold(x3, k512, load16(p + 48));
 	}
-	x0 = fold(fold(fold(x0, k128, x1), k128, x2), k128, x3);
-	for (; len >= 16; p += 16, len -= 16)
-		x0 = fold(x0, k128, load16(p));
-	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
-
-	s = _mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
-	return uiw_crc32c_update_hw((uint32_t)s, p, len);
+	x0 = fold(fold(fold(x0, K128, x1), K128, x2), K128, x3);
+	return fold_finish(x0, p, len);
 }
 
 bool uiw_crc32c_fold_available(void)
@@ -162,7 +171,6 @@ uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
 						(long long)FOLD1024_HI, (long long)FOLD1024_LO);
 	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
 					       (long long)FOLD256_HI, (long long)FOLD256_LO);
-	const __m128i k128 = _mm_set_epi64x((long long)FOLD128_HI, (long long)FOLD128_LO);
 	__m256i y0 = _mm256_xor_si256(load32(p), _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
 	__m256i y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
 
@@ -173,14 +181,8 @@ uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
 		y3 = fold256(y3, k1024, load32(p + 96));
 	}
 	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
-	__m128i x0 = fold(_mm256_castsi256_si128(y0), k128, _mm256_extracti128_si256(y0, 1));
-
-	for (; len >= 16; p += 16, len -= 16)
-		x0 = fold(x0, k128, load16(p));
-	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
-
-	s = _mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
-	return uiw_crc32c_update_hw((uint32_t)s, p, len);
+	return fold_finish(fold(_mm256_castsi256_si128(y0), K128, _mm256_extracti128_si256(y0, 1)),
+			   p, len);
 }
 
 bool uiw_crc32c_fold256_available(void)

@@ -144,6 +144,15 @@ static void teardown(void)
 	pair_teardown();
 }
 
+/* The pair again, on @p cfg, with fresh QPs on both sides. */
+static void restart(const struct uiw_config *cfg)
+{
+	teardown();
+	pair_setup_cfg(cfg);
+	side_init(&A, 1);
+	side_init(&B, 2);
+}
+
 struct wait_wc {
 	struct uiw_cq *cq;
 	struct uiw_wc wc[64];
@@ -411,16 +420,13 @@ START_TEST(posted_while_terminating_flushes)
 {
 	struct uiw_config cfg;
 
-	teardown();
 	uiw_config_defaults(&cfg);
 	cfg.tcp_max_conns = 16;
 	cfg.tcp_time_wait_ms = 0;
 	/* Eleven full FPDUs (1448 octets a segment) and ten octets: too little for the
 	 * Terminate behind a 64 KiB Write, and nothing is polled meanwhile. */
 	cfg.tcp_snd_buf = 11 * 1448 + 10;
-	pair_setup_cfg(&cfg);
-	side_init(&A, 1);
-	side_init(&B, 2);
+	restart(&cfg);
 	connect_qps(16, true, false);
 	struct uiw_send_wr w = { .wr_id = 1, .op = UIW_WR_WRITE, .signaled = true,
 				 .sg = { { A.buf, 65536 } }, .nsge = 1, .rkey = B.mr->stag,
@@ -548,7 +554,6 @@ START_TEST(operations_through_loss)
 {
 	struct uiw_config cfg;
 
-	teardown();
 	uiw_config_defaults(&cfg);
 	cfg.tcp_max_conns = 16;
 	cfg.tcp_time_wait_ms = 0;
@@ -557,9 +562,7 @@ START_TEST(operations_through_loss)
 	snprintf(cfg.fault_rx, sizeof(cfg.fault_rx), "drop=5,reorder=2,dup=1");
 	snprintf(cfg.fault_tx, sizeof(cfg.fault_tx), "drop=5");
 	cfg.fault_seed = 7;
-	pair_setup_cfg(&cfg);
-	side_init(&A, 1);
-	side_init(&B, 2);
+	restart(&cfg);
 	connect_qps(8, true, false);
 	for (unsigned k = 0; k < 8; k++) {
 		uint32_t n = 65536;
@@ -613,7 +616,6 @@ START_TEST(lent_buffer_rewritten_after_completion)
 	const uint32_t n = 48 * 1024, rounds = 12;
 	struct uiw_config cfg;
 
-	teardown();
 	uiw_config_defaults(&cfg);
 	cfg.tcp_time_wait_ms = 0;
 	cfg.tcp_min_rto_ms = 5;
@@ -622,9 +624,7 @@ START_TEST(lent_buffer_rewritten_after_completion)
 	snprintf(cfg.fault_tx, sizeof(cfg.fault_tx), "drop=4");
 	cfg.fault_seed = 11;
 	cfg.tx_zero_copy = 2;   /* the test port copies: TCP copies from the memory as it sends */
-	pair_setup_cfg(&cfg);
-	side_init(&A, 1);
-	side_init(&B, 2);
+	restart(&cfg);
 	connect_qps(8, _i == 0, false);
 	for (uint32_t k = 0; k < rounds; k++) {
 		bool send = k % 2 == 1;
@@ -683,14 +683,11 @@ START_TEST(lent_memory_back_on_destroy_and_error)
 {
 	struct uiw_config cfg;
 
-	teardown();
 	uiw_config_defaults(&cfg);
 	cfg.tcp_time_wait_ms = 0;
 	cfg.tx_zero_copy = 2;
 	cfg.tcp_snd_buf = 64 * 1024;   /* the Write is still under way, partly queued */
-	pair_setup_cfg(&cfg);
-	side_init(&A, 1);
-	side_init(&B, 2);
+	restart(&cfg);
 	connect_qps(8, true, false);
 
 	struct uiw_send_wr op = { .wr_id = 1, .signaled = true, .nsge = 1, .op = UIW_WR_WRITE,
