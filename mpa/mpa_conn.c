@@ -332,8 +332,9 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	/* Markers interleave the payload every 512 octets: such FPDUs are copied. */
 	if (lend != NULL && !c->info.markers_tx && ncopy < n) {
 		m = fpdu_lent(c, iov, n, ncopy, lend, (uint32_t)ulen);
-	} else if (!c->info.markers_tx && (m = rte_pktmbuf_alloc(c->m->pool)) != NULL &&
-		   wire <= rte_pktmbuf_tailroom(m)) {
+	} else if (!c->info.markers_tx &&
+		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
+		   (m = rte_pktmbuf_alloc(c->m->pool)) != NULL) {
 		/* Without Markers, in one mbuf: the pieces side by side, one CRC pass. */
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), *q = d + 2;
 		uint32_t pad = uiw_mpa_pad((uint32_t)ulen);
@@ -347,7 +348,6 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		q += pad;
 		uiw_mpa_crc_set(q, c->info.crc ? uiw_crc32c(d, (size_t)(q - d)) : 0);
 	} else {
-		rte_pktmbuf_free(m);
 		m = alloc_chain(c->m->pool, wire, out, &nout);
 		if (m != NULL)
 			uiw_mpa_fpdu_encode(out, nout, c->tx_pos, c->info.markers_tx, c->info.crc,
