@@ -119,9 +119,9 @@ static const char *status_name(enum uiw_wc_status s)
 {
 	static const char *const names[] = { "success", "local length error", "local protection error",
 					     "flushed", "remote access error", "remote operation error",
-					     "fatal" };
+					     "fatal", "local QP operation error" };
 
-	return s <= UIW_WC_FATAL_ERR ? names[s] : "?";
+	return s <= UIW_WC_LOC_QP_OP_ERR ? names[s] : "?";
 }
 
 /* Waits for one completion on @p cq and prints it. */

@@ -36,7 +36,8 @@
 	X(term_rx, "Terminates received")                                                    \
 	X(tx_lent_wait, "Sends and Writes whose completion waited for the peer's acknowledgement") \
 	X(flushed, "work requests flushed by an error")                                      \
-	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)")
+	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)") \
+	X(tx_read_no_ord, "Reads failed: the peer's IRD (our ORD) is 0")
 
 #define UIW_RDMAP_C_(name, help) UIW_RDMAP_C_##name,
 enum uiw_rdmap_counter { UIW_RDMAP_COUNTERS(UIW_RDMAP_C_) UIW_RDMAP_C__COUNT };
@@ -84,6 +85,7 @@ enum uiw_wc_status {
 	UIW_WC_REM_ACCESS_ERR,    /**< the peer Terminated for a protection error */
 	UIW_WC_REM_OP_ERR,        /**< the peer Terminated for another reason */
 	UIW_WC_FATAL_ERR,
+	UIW_WC_LOC_QP_OP_ERR,     /**< the WR cannot run on this QP (a Read with an ORD of 0) */
 };
 
 enum uiw_wc_op { UIW_WC_SEND, UIW_WC_RDMA_WRITE, UIW_WC_RDMA_READ, UIW_WC_RECV };
@@ -240,6 +242,8 @@ struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp);
 /** Read Requests the QP may have outstanding (the negotiated ORD). */
 uint16_t uiw_qp_ord(const struct uiw_qp *qp);
 const uint64_t *uiw_qp_counters(const struct uiw_qp *qp);
+/** Why the QP left RTS (a Terminate in or out and its cause, a reset, a close); "" before. */
+const char *uiw_qp_why(const struct uiw_qp *qp);
 
 /** The last Terminate received: layer, etype, code as the peer sent them, and whether its
  *  control word looked like siw's bit order (WIRE.md §1.6). */

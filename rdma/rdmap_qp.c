@@ -354,6 +354,7 @@ enum uiw_qp_state uiw_qp_state(const struct uiw_qp *qp) { return qp->state; }
 struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp) { return qp->ddp.conn; }
 uint16_t uiw_qp_ord(const struct uiw_qp *qp) { return qp->ord; }
 const uint64_t *uiw_qp_counters(const struct uiw_qp *qp) { return qp->c; }
+const char *uiw_qp_why(const struct uiw_qp *qp) { return qp->why; }
 const struct uiw_term_info *uiw_qp_term_rx(const struct uiw_qp *qp) { return &qp->term_rx; }
 const struct uiw_term_info *uiw_qp_term_tx(const struct uiw_qp *qp) { return &qp->term_tx; }
 

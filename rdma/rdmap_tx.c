@@ -88,7 +88,7 @@ static enum tx_kind pick(struct uiw_qp *qp)
 
 	if (qp->term_pending)
 		return TX_TERM;
-	if (sq_ready && qp->sq.e[qp->sq.tx & qp->sq.mask].wr.op == UIW_WR_READ &&
+	if (sq_ready && qp->sq.e[qp->sq.tx & qp->sq.mask].wr.op == UIW_WR_READ && qp->ord > 0 &&
 	    uiw_ring_count(&qp->orq_ring) >= qp->ord)
 		sq_ready = false;   /* ORD reached: the Read waits for a response */
 	if (irq_ready && (!sq_ready || qp->irq_burst < IRQ_BURST))
@@ -130,6 +130,17 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
 	unsigned access = e->wr.op == UIW_WR_READ ? UIW_ACCESS_LOCAL_WRITE : 0;
 
+	if (e->wr.op == UIW_WR_READ && qp->ord == 0) {
+		/* The peer's IRD was 0 (RFC 6581 §7.1): no Read may be sent on this stream. As
+		 * siw, the Read fails at once and the QP goes to error, instead of waiting for
+		 * room that never comes. */
+		e->done = true;
+		e->status = UIW_WC_LOC_QP_OP_ERR;
+		qp_count(qp, UIW_RDMAP_C_tx_read_no_ord);
+		uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
+				      "a Read posted with an ORD of 0 (the peer's IRD)");
+		return false;
+	}
 	if (!e->wr.lkeys)
 		return true;
 	for (unsigned i = 0; i < e->wr.nsge; i++) {

@@ -609,6 +609,7 @@ static enum ibv_wc_status wc_status(enum uiw_wc_status s)
 	case UIW_WC_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
 	case UIW_WC_REM_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
 	case UIW_WC_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
+	case UIW_WC_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
 	default: return IBV_WC_FATAL_ERR;
 	}
 }

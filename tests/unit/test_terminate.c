@@ -58,6 +58,7 @@ static const struct uiw_mpa_ops raw_ops = {
 };
 
 static uint16_t b_ird;
+static int raw_ird = -1;   /* the raw peer's own IRD when set */
 
 static void on_request(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req)
 {
@@ -99,6 +100,7 @@ static void setup(void)
 	mr_other = uiw_stag_register(&stags, 2, mem_other, MEM, VA, rw, 2);
 	mr_ro = uiw_stag_register(&stags, 1, mem_ro, MEM, VA, UIW_ACCESS_LOCAL_WRITE, 3);
 	got_len = 0;
+	raw_ird = -1;
 	raw_up = false;
 	raw = NULL;
 }
@@ -124,6 +126,8 @@ static void connect_raw(uint16_t ird)
 	uiw_mpa_params_from_config(&p, &cfg);
 	p.first_delay_us = 0;
 	p.ord = ird < p.ord ? ird : p.ord;   /* the responder's IRD is at least our ORD */
+	if (raw_ird >= 0)
+		p.ird = (uint16_t)raw_ird;
 	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 4, &p, &listen_ops, NULL), 0);
 	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &p, &raw_ops, NULL,
 					 uiw_now_ns(), &c), 0);
@@ -284,12 +288,52 @@ START_TEST(crafted_segment_terminated)
 }
 END_TEST
 
+static bool b_wrote(void *arg)
+{
+	(void)arg;
+	return uiw_qp_counters(qp)[UIW_RDMAP_C_rx_write] > 0;
+}
+
+/* A peer whose IRD is 0 (RFC 6581 §7.1) leaves B an ORD of 0: a Read posted on B fails
+ * at once (local QP operation error, as siw) and B Terminates; no Read Request goes out
+ * and nothing waits for room that never comes. */
+START_TEST(read_with_peer_ird_0_fails)
+{
+	struct uiw_send_wr r = { .wr_id = 5, .op = UIW_WR_READ, .signaled = true,
+				 .sg = { { mem, 64 } }, .nsge = 1, .rkey = 0x1234,
+				 .remote_addr = 0, .sink_stag = mr->stag, .sink_to = VA };
+	struct uiw_wc wc;
+
+	raw_ird = 0;
+	connect_raw(16);
+	ck_assert_uint_eq(uiw_qp_ord(qp), 0);
+	/* The responder sends after the initiator's first FPDU (RFC 5044 §7.1.2). */
+	uint8_t seg[32];
+	struct uiw_mpa_iov iov = { seg, tagged(seg, TAG, RV(0), mr->stag, VA, 0) };
+
+	ck_assert_int_eq(uiw_mpa_send(raw, &iov, 1), 0);
+	ck_assert(pair_run_until(b_wrote, NULL, 2000));
+	ck_assert_int_eq(uiw_qp_post_send(qp, &r), 0);
+	ck_assert(pair_run_until(got_term, NULL, 2000));
+	ck_assert_uint_eq(got[1] & UIW_RDMAP_OPCODE_MASK, UIW_RDMAP_TERMINATE);
+	ck_assert_uint_eq(got[18], 0x00);   /* RDMAP, local catastrophic */
+	ck_assert_uint_eq(got[19], 0xff);
+	ck_assert_uint_eq(uiw_cq_poll(&scq, &wc, 1), 1);
+	ck_assert_uint_eq(wc.wr_id, 5);
+	ck_assert_int_eq(wc.status, UIW_WC_LOC_QP_OP_ERR);
+	ck_assert_int_eq(uiw_qp_state(qp), UIW_QPS_ERROR);
+	ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_tx_read_no_ord], 1);
+	ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_tx_read_req], 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("terminate");
 	TCase *tc = tcase_with_leak_check("terminate", setup, teardown);
 
 	tcase_add_loop_test(tc, crafted_segment_terminated, 0, NCASES);
+	tcase_add_test(tc, read_with_peer_ird_0_fails);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
