@@ -44,6 +44,7 @@ struct uiw_qp {
 	struct uiw_srq *srq;
 	struct uiw_recv_wr rx_cur;         /* the receive the Send under way fills */
 	bool rx_have_cur;
+	uint8_t rx_cur_op;                 /* the RDMAP opcode of the Send under way */
 	struct orq_entry orq[UIW_MPA_IRD_ORD_MAX];
 	struct uiw_ring orq_ring;          /* capacity UIW_MPA_IRD_ORD_MAX; the ORD limits use */
 	uint16_t ord;

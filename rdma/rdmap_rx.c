@@ -82,6 +82,13 @@ static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const 
 	e->status = UIW_WC_SUCCESS;
 	e->len = o->placed;
 	uiw_ring_pop(&qp->orq_ring);
+	if (o->placed != o->sink.len) {
+		/* RFC 5040 §4.4: the response carries what the request asked for, no less; a
+		 * Read that ends early did not happen as asked. */
+		e->status = UIW_WC_REM_OP_ERR;
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
+			    "Read Response shorter than its Read Request");
+	}
 	qp_count(qp, UIW_RDMAP_C_rx_read_resp);
 	uiw_qp_complete_sq(qp);
 	uiw_qp_pump(qp);   /* the ORD has room again */
@@ -122,6 +129,11 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 	if (code != 0)
 		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
 				? "Send with an unexpected MO" : "Send with an unexpected MSN");
+	/* One message, one opcode (RFC 5040 §5: RDMAP hands DDP whole messages): a Send
+	 * under way may not go on as another kind of Send. */
+	if (qp->rx_have_cur && op != qp->rx_cur_op)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false,
+			    "opcode changed inside a Send");
 	if (!qp->rx_have_cur && uiw_ring_empty(qp->srq != NULL ? &qp->srq->ring : &qp->rq_ring))
 		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s, "Send with no receive posted");
 	if ((op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) && s->mo == 0) {
@@ -132,8 +144,10 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 			return term(qp, UIW_TERM_LAYER_RDMAP, mr != NULL && mr->valid ? RDMAP_ET_PROT : RDMAP_ET_OP,
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}
-	if (!qp->rx_have_cur)
+	if (!qp->rx_have_cur) {
 		uiw_qp_take_recv(qp);   /* the first segment claims the receive */
+		qp->rx_cur_op = op;
+	}
 	const struct uiw_recv_wr *r = &qp->rx_cur;
 
 	if (uiw_ddp_untagged_place(&qp->ddp, u, s, r->sg, r->nsge) != 0) {

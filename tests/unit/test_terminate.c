@@ -327,6 +327,69 @@ START_TEST(read_with_peer_ird_0_fails)
 }
 END_TEST
 
+
+/* The Terminate B sent: layer/etype in one octet, then the code (got holds B's first
+ * ULPDU after got_len was cleared). */
+static void expect_term(uint8_t layer_etype, uint8_t code)
+{
+	ck_assert(pair_run_until(got_term, NULL, 2000));
+	ck_assert_uint_eq(got[1] & UIW_RDMAP_OPCODE_MASK, UIW_RDMAP_TERMINATE);
+	ck_assert_uint_eq(got[18], layer_etype);
+	ck_assert_uint_eq(got[19], code);
+	ck_assert_int_eq(uiw_qp_state(qp), UIW_QPS_ERROR);
+}
+
+/* A Send that starts as a plain Send and goes on as a Send with Solicited Event is one
+ * message with two opcodes: Terminated (RDMAP, remote operation, unexpected opcode) and
+ * the receive it was filling does not complete as a success. */
+START_TEST(opcode_change_inside_a_send_terminated)
+{
+	struct uiw_recv_wr r = { .wr_id = 1, .sg = { { mem + 100, 64 } }, .nsge = 1 };
+	uint8_t a[32], b[32];
+	struct uiw_mpa_iov first = { a, untagged(a, 0x01, RV(UIW_RDMAP_SEND), 0, 0, 1, 0, 4) };
+	struct uiw_mpa_iov second = { b, untagged(b, UNT, RV(UIW_RDMAP_SEND_SE), 0, 0, 1, 4, 4) };
+	struct uiw_wc wc;
+
+	connect_raw(16);
+	ck_assert_int_eq(uiw_qp_post_recv(qp, &r), 0);
+	ck_assert_int_eq(uiw_mpa_send(raw, &first, 1), 0);
+	ck_assert_int_eq(uiw_mpa_send(raw, &second, 1), 0);
+	expect_term(0x02, 0x06);
+	ck_assert_mem_eq(got + 24, b, 18);   /* the second segment's DDP header echoed */
+	ck_assert_uint_eq(uiw_cq_poll(&rcq, &wc, 1), 1);
+	ck_assert_int_ne(wc.status, UIW_WC_SUCCESS);
+	ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_rx_send], 0);
+}
+END_TEST
+
+/* A Read Response whose last segment comes before the requested length: B's Read fails
+ * (remote operation error) and B Terminates (RDMAP, remote operation, unspecified). */
+START_TEST(short_read_response_fails_the_read)
+{
+	struct uiw_send_wr r = { .wr_id = 7, .op = UIW_WR_READ, .signaled = true,
+				 .sg = { { mem + 256, 16 } }, .nsge = 1, .rkey = 0x4321,
+				 .remote_addr = 0x9000, .sink_stag = mr->stag, .sink_to = VA + 256 };
+	uint8_t seg[32];
+	struct uiw_mpa_iov iov = { seg, tagged(seg, TAG, RV(0), mr->stag, VA, 0) };
+	struct uiw_wc wc;
+
+	connect_raw(16);
+	ck_assert_int_eq(uiw_mpa_send(raw, &iov, 1), 0);   /* B may send from now on */
+	ck_assert(pair_run_until(b_wrote, NULL, 2000));
+	ck_assert_int_eq(uiw_qp_post_send(qp, &r), 0);
+	ck_assert(pair_run_until(got_term, NULL, 2000));   /* the Read Request */
+	ck_assert_uint_eq(got[1] & UIW_RDMAP_OPCODE_MASK, UIW_RDMAP_READ_REQ);
+	got_len = 0;
+	iov.len = tagged(seg, TAG, RV(UIW_RDMAP_READ_RESP), mr->stag, VA + 256, 4);
+	ck_assert_int_eq(uiw_mpa_send(raw, &iov, 1), 0);
+	expect_term(0x02, 0xff);
+	ck_assert_uint_eq(uiw_cq_poll(&scq, &wc, 1), 1);
+	ck_assert_uint_eq(wc.wr_id, 7);
+	ck_assert_int_eq(wc.status, UIW_WC_REM_OP_ERR);
+	ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_rx_read_resp], 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("terminate");
@@ -334,6 +397,8 @@ int main(void)
 
 	tcase_add_loop_test(tc, crafted_segment_terminated, 0, NCASES);
 	tcase_add_test(tc, read_with_peer_ird_0_fails);
+	tcase_add_test(tc, opcode_change_inside_a_send_terminated);
+	tcase_add_test(tc, short_read_response_fails_the_read);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
