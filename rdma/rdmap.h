@@ -37,7 +37,8 @@
 	X(tx_lent_wait, "Sends and Writes whose completion waited for the peer's acknowledgement") \
 	X(flushed, "work requests flushed by an error")                                      \
 	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)") \
-	X(tx_read_no_ord, "Reads failed: the peer's IRD (our ORD) is 0")
+	X(tx_read_no_ord, "Reads failed: the peer's IRD (our ORD) is 0")                   \
+	X(read_src_gone, "Read Responses cut short: the source deregistered or invalidated")
 
 #define UIW_RDMAP_C_(name, help) UIW_RDMAP_C_##name,
 enum uiw_rdmap_counter { UIW_RDMAP_COUNTERS(UIW_RDMAP_C_) UIW_RDMAP_C__COUNT };

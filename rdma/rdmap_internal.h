@@ -20,10 +20,14 @@ struct orq_entry {
 	uint32_t placed;
 };
 
+/* A Read Request taken: its source is named, not pointed to, and checked again each time
+ * more of the response is built (the region may be deregistered or invalidated meanwhile). */
 struct irq_entry {
 	uint32_t sink_stag;
 	uint64_t sink_to;
-	struct uiw_sge src;
+	uint32_t src_stag;
+	uint64_t src_to;
+	uint32_t size;
 };
 
 enum tx_kind { TX_IDLE, TX_SQ, TX_IRQ, TX_TERM };

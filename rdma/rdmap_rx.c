@@ -190,19 +190,18 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rr, sizeof(rr));
 	uint32_t size = uiw_rdmap_rr_size(&rr);
 	uint64_t src_to = uiw_be64_get(rr.src_to);
-	uint8_t *src = NULL;
 
+	/* A zero-length Read names no memory (an RTR's source STag is 1, WIRE.md §2.1). */
 	if (size > 0) {
 		enum uiw_stag_check r = uiw_stag_check(qp->stags, uiw_rdmap_rr_src_stag(&rr), qp->pd,
 						       src_to, size, UIW_ACCESS_REMOTE_READ, &mr);
 
 		if (r != UIW_STAG_OK)
 			return read_req_error(qp, r, u, s);
-		src = mr->addr + (src_to - mr->va);
 	}
 	qp->irq[uiw_ring_push(&qp->irq_ring)] = (struct irq_entry){
 		.sink_stag = uiw_rdmap_rr_sink_stag(&rr), .sink_to = uiw_rdmap_rr_sink_to(&rr),
-		.src = { src, size } };
+		.src_stag = uiw_rdmap_rr_src_stag(&rr), .src_to = src_to, .size = size };
 	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_READ_REQ);
 	qp_count(qp, UIW_RDMAP_C_rx_read_req);
 	uiw_qp_pump(qp);

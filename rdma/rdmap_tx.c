@@ -64,12 +64,26 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 	uiw_qp_complete_sq(qp);
 }
 
+/* More of the Read Response at the IRQ's head. Its source is checked again first: since
+ * the request was taken, or since the last part went out, the application may have
+ * deregistered the region or the peer invalidated it, and the memory may be gone (RFC 5040
+ * §5.2: an invalid STag is not accessed). @return as tx_sq(), or -EACCES. */
 static int tx_irq(struct uiw_qp *qp)
 {
 	const struct irq_entry *r = &qp->irq[uiw_ring_slot(&qp->irq_ring, qp->irq_ring.head)];
+	struct uiw_sge src = { NULL, 0 };
+	struct uiw_mr *mr;
 
+	if (r->size > 0) {
+		enum uiw_stag_check k = uiw_stag_check(qp->stags, r->src_stag, qp->pd, r->src_to,
+						       r->size, UIW_ACCESS_REMOTE_READ, &mr);
+
+		if (k != UIW_STAG_OK)
+			return -EACCES;
+		src = (struct uiw_sge){ mr->addr + (r->src_to - mr->va), r->size };
+	}
 	return uiw_ddp_stream_send_tagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP),
-				   r->sink_stag, r->sink_to, &r->src, 1);
+					  r->sink_stag, r->sink_to, &src, 1);
 }
 
 static int tx_term(struct uiw_qp *qp)
@@ -202,6 +216,15 @@ void uiw_qp_pump(struct uiw_qp *qp)
 		if (rc == 0)
 			return;   /* out of room: writable brings us back */
 		qp->tx_kind = TX_IDLE;
+		if (rc == -EACCES && kind == TX_IRQ) {
+			/* RFC 5040 §4.8: remote protection, invalid STag (the Read cannot be
+			 * served any more); what went out of the response stays out. */
+			qp_count(qp, UIW_RDMAP_C_read_src_gone);
+			uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 1, 0x00, NULL, NULL, false,
+					      "a Read's source was deregistered or invalidated "
+					      "before its response was all sent");
+			return;
+		}
 		if (rc < 0) {
 			uiw_qp_error(qp, "cannot send: MPA refused a segment");
 			return;

@@ -36,12 +36,23 @@ static void raw_established(void *user, struct uiw_mpa_conn *c, const struct uiw
 	raw_up = true;
 }
 
+static uint32_t raw_ulpdus;          /* ULPDUs the raw peer took */
+static uint8_t term_got[128];        /* the first Terminate among them */
+static uint32_t term_got_len;
+
 static int raw_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u)
 {
+	uint8_t ctrl[2] = { 0, 0 };
+
 	(void)user;
 	(void)c;
 	if (got_len == 0 && u->len <= sizeof(got))
 		got_len = (uint32_t)uiw_mpa_ulpdu_copy(u, 0, got, u->len);
+	uiw_mpa_ulpdu_copy(u, 0, ctrl, sizeof(ctrl));
+	if ((ctrl[1] & UIW_RDMAP_OPCODE_MASK) == UIW_RDMAP_TERMINATE && term_got_len == 0 &&
+	    u->len <= sizeof(term_got))
+		term_got_len = (uint32_t)uiw_mpa_ulpdu_copy(u, 0, term_got, u->len);
+	raw_ulpdus++;
 	return 0;
 }
 
@@ -100,6 +111,8 @@ static void setup(void)
 	mr_other = uiw_stag_register(&stags, 2, mem_other, MEM, VA, rw, 2);
 	mr_ro = uiw_stag_register(&stags, 1, mem_ro, MEM, VA, UIW_ACCESS_LOCAL_WRITE, 3);
 	got_len = 0;
+	term_got_len = 0;
+	raw_ulpdus = 0;
 	raw_ird = -1;
 	raw_up = false;
 	raw = NULL;
@@ -390,6 +403,49 @@ START_TEST(short_read_response_fails_the_read)
 }
 END_TEST
 
+static bool raw_got(void *arg)
+{
+	return raw_ulpdus >= *(const uint32_t *)arg;
+}
+
+static bool raw_got_term(void *arg)
+{
+	(void)arg;
+	return term_got_len > 0;
+}
+
+/* A Read's source deregistered (and its memory freed) while its response is going out:
+ * nothing more is read from it (ASan would see it), B Terminates (RDMAP remote
+ * protection, invalid STag) and counts it. */
+START_TEST(read_source_deregistered_midway)
+{
+	const uint32_t size = 4u << 20;
+	uint8_t *big = malloc(size), seg[64];
+	struct uiw_mr *bmr;
+	uint32_t some = 8, n;
+	struct uiw_mpa_iov iov = { seg, 0 };
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 0x77, size);
+	bmr = uiw_stag_register(&stags, 1, big, size, VA, UIW_ACCESS_REMOTE_READ, 4);
+	ck_assert_ptr_nonnull(bmr);
+	connect_raw(16);
+	n = read_req(seg, 1, bmr->stag, VA, size);
+	iov.len = n;
+	ck_assert_int_eq(uiw_mpa_send(raw, &iov, 1), 0);
+	ck_assert(pair_run_until(raw_got, &some, 2000));
+	ck_assert_uint_eq(term_got_len, 0);
+	uiw_stag_deregister(&stags, bmr);
+	free(big);
+	ck_assert(pair_run_until(raw_got_term, NULL, 2000));
+	ck_assert_uint_eq(term_got[18], 0x01);   /* RDMAP, remote protection */
+	ck_assert_uint_eq(term_got[19], 0x00);   /* invalid STag */
+	ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_read_src_gone], 1);
+	ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_tx_read_resp], 0);
+	ck_assert_int_eq(uiw_qp_state(qp), UIW_QPS_ERROR);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("terminate");
@@ -399,6 +455,7 @@ int main(void)
 	tcase_add_test(tc, read_with_peer_ird_0_fails);
 	tcase_add_test(tc, opcode_change_inside_a_send_terminated);
 	tcase_add_test(tc, short_read_response_fails_the_read);
+	tcase_add_test(tc, read_source_deregistered_midway);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
