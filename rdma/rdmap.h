@@ -38,7 +38,8 @@
 	X(flushed, "work requests flushed by an error")                                      \
 	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)") \
 	X(tx_read_no_ord, "Reads failed: the peer's IRD (our ORD) is 0")                   \
-	X(read_src_gone, "Read Responses cut short: the source deregistered or invalidated")
+	X(read_src_gone, "Read Responses cut short: the source deregistered or invalidated") \
+	X(cq_overflow, "completions lost to a full CQ (the QP then went to error)")
 
 #define UIW_RDMAP_C_(name, help) UIW_RDMAP_C_##name,
 enum uiw_rdmap_counter { UIW_RDMAP_COUNTERS(UIW_RDMAP_C_) UIW_RDMAP_C__COUNT };
@@ -107,7 +108,10 @@ struct uiw_cq {
 	bool armed, solicited_only;
 	void (*notify)(void *arg, struct uiw_cq *cq);
 	void *notify_arg;
-	uint64_t overflow;
+	/** The first completion that found the CQ full (verbs: IBV_EVENT_CQ_ERR). The QP whose
+	 *  completion was lost goes to error; so does each other QP that completes into it. */
+	void (*overflowed)(void *arg, struct uiw_cq *cq);
+	uint64_t overflow;             /**< completions lost */
 };
 
 /** @return 0, -EINVAL (cap 0 or above UIW_RING_CAP_MAX), -ENOMEM. */

@@ -77,7 +77,7 @@ static inline void qp_count(struct uiw_qp *qp, enum uiw_rdmap_counter k)
 }
 
 /* rdmap_qp.c */
-void uiw_qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc);
+void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *wc);
 void uiw_qp_complete_sq(struct uiw_qp *qp);
 void uiw_qp_error(struct uiw_qp *qp, const char *why);
 bool uiw_qp_take_recv(struct uiw_qp *qp);

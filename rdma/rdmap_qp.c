@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rdmap_internal.h"
+#include "uiw_log.h"
 
 #define RDMAP_C_DESC_(name, help) [UIW_RDMAP_C_##name] = { #name, help },
 const struct uiw_counter_desc uiw_rdmap_counter_desc[UIW_RDMAP_C__COUNT] = {
@@ -45,10 +46,19 @@ void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only)
 	cq->solicited_only = solicited_only;
 }
 
-void uiw_qp_cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
+/* Callers leave their queues consistent before pushing: an overflow moves the QP to error
+ * from here, which flushes (and pushes) again. */
+void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *wc)
 {
-	if (uiw_ring_full(&cq->ring)) {
-		cq->overflow++;   /* the owner sized the CQ below its queues */
+	if (uiw_ring_full(&cq->ring) || cq->overflow > 0) {
+		/* The owner sized the CQ below its queues: the completion is lost, so the CQ
+		 * is in error for good and no QP can go on as if its completions had been
+		 * delivered (verbs: CQ overflow is a CQ error and an affiliated QP error). */
+		if (cq->overflow++ == 0 && cq->overflowed != NULL)
+			cq->overflowed(cq->notify_arg, cq);
+		qp_count(qp, UIW_RDMAP_C_cq_overflow);
+		uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
+				      "completion queue overflow: a completion was lost");
 		return;
 	}
 	cq->wc[uiw_ring_push(&cq->ring)] = *wc;
@@ -74,13 +84,13 @@ void uiw_qp_complete_sq(struct uiw_qp *qp)
 
 		if (!e->done || rte_mbuf_ext_refcnt_read(&e->lend) != 0)
 			return;
+		qp->sq.comp++;
 		if (e->wr.signaled || e->status != UIW_WC_SUCCESS) {
 			struct uiw_wc wc = { .wr_id = e->wr.wr_id, .status = e->status,
 					     .op = wc_op(e->wr.op), .byte_len = e->len, .qp_num = qp->qp_num };
 
-			uiw_qp_cq_push(qp->scq, &wc);
+			uiw_qp_cq_push(qp, qp->scq, &wc);
 		}
-		qp->sq.comp++;
 	}
 }
 
@@ -190,7 +200,7 @@ static void flush_queues(struct uiw_qp *qp)
 				     .op = UIW_WC_RECV, .qp_num = qp->qp_num };
 
 		qp->rx_have_cur = false;
-		uiw_qp_cq_push(qp->rcq, &wc);
+		uiw_qp_cq_push(qp, qp->rcq, &wc);
 		qp_count(qp, UIW_RDMAP_C_flushed);
 	}
 	/* A shared queue's receives stay for its other QPs. */
@@ -198,7 +208,7 @@ static void flush_queues(struct uiw_qp *qp)
 		struct uiw_wc wc = { .wr_id = qp->rq[uiw_ring_pop(&qp->rq_ring)].wr_id,
 				     .status = UIW_WC_WR_FLUSH_ERR, .op = UIW_WC_RECV, .qp_num = qp->qp_num };
 
-		uiw_qp_cq_push(qp->rcq, &wc);
+		uiw_qp_cq_push(qp, qp->rcq, &wc);
 		qp_count(qp, UIW_RDMAP_C_flushed);
 	}
 }
@@ -223,15 +233,23 @@ static bool flushing(struct uiw_qp *qp)
 	return true;
 }
 
-void uiw_qp_error(struct uiw_qp *qp, const char *why)
+/* The QP goes to error and says why in the log: at @p level (a peer's orderly close is
+ * routine, anything else is worth a line at the default level). */
+static void qp_error_at(struct uiw_qp *qp, enum uiw_log_level level, const char *why)
 {
 	if (qp->state == UIW_QPS_ERROR)
 		return;
 	qp->state = UIW_QPS_ERROR;
 	snprintf(qp->why, sizeof(qp->why), "%s", why);
+	uiw_log(level, "qp %u to error: %s", qp->qp_num, qp->why);
 	flush(qp);
 	if (qp->events != NULL && qp->events->error != NULL)
 		qp->events->error(qp->event_arg, qp, qp->why);
+}
+
+void uiw_qp_error(struct uiw_qp *qp, const char *why)
+{
+	qp_error_at(qp, UIW_LOG_WARN, why);
 }
 
 struct uiw_sq *uiw_qp_sq(struct uiw_qp *qp)
@@ -397,7 +415,7 @@ static void on_closed(void *user, struct uiw_mpa_conn *c, int err)
 	snprintf(why, sizeof(why), "connection closed: %s", uiw_mpa_reason(c));
 	uiw_ddp_stream_detach(&qp->ddp);
 	if (err != 0 || qp->state != UIW_QPS_ERROR)
-		uiw_qp_error(qp, why);
+		qp_error_at(qp, err != 0 ? UIW_LOG_WARN : UIW_LOG_DEBUG, why);
 	if (qp->events != NULL && qp->events->closed != NULL)
 		qp->events->closed(qp->event_arg, qp);
 }

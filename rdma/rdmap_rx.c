@@ -115,7 +115,7 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 
 	qp->rx_have_cur = false;
 	qp_count(qp, UIW_RDMAP_C_rx_send);
-	uiw_qp_cq_push(qp->rcq, &wc);
+	uiw_qp_cq_push(qp, qp->rcq, &wc);
 	return 0;
 }
 
@@ -155,7 +155,7 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 				     .qp_num = qp->qp_num };
 
 		qp->rx_have_cur = false;
-		uiw_qp_cq_push(qp->rcq, &wc);
+		uiw_qp_cq_push(qp, qp->rcq, &wc);
 		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_TOO_LONG, u, s, "Send longer than the receive buffer");
 	}
 	return s->last ? send_done(qp, u, s, op) : 0;

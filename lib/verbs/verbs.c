@@ -535,6 +535,18 @@ static void cq_notify(void *arg, struct uiw_cq *core)
 		return;
 }
 
+/* A completion found the CQ full: the CQ is in error (its QPs go to error as they
+ * complete into it, each with its own IBV_EVENT_QP_FATAL). */
+static void cq_overflowed(void *arg, struct uiw_cq *core)
+{
+	struct uiw_cq_v *c = arg;
+	struct ibv_async_event ev = { .element.cq = &c->cq, .event_type = IBV_EVENT_CQ_ERR };
+
+	UIW_WARN("CQ %p overflowed (%u entries): a completion was lost; the CQ is in error",
+		 (void *)&c->cq, core->ring.cap);
+	async_push(c->cq.context, &ev);
+}
+
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
@@ -552,6 +564,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 				 .cqe = cqe };
 	c->ch = (struct uiw_channel *)channel;
 	c->core.notify = cq_notify;
+	c->core.overflowed = cq_overflowed;
 	c->core.notify_arg = c;
 	pthread_mutex_init(&c->cq.mutex, NULL);
 	pthread_cond_init(&c->cq.cond, NULL);
@@ -658,13 +671,36 @@ static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
  * §7.2) is an access violation, any other sent or received a fatal error. A close or a reset is the connection
  * manager's to report (RDMA_CM_EVENT_DISCONNECTED).
  */
+/* The last few reasons QPs went to error, for the exit report (UIWARP_STATS). */
+#define QP_WHY_KEEP 8
+static struct {
+	uint32_t qp_num;
+	char why[96];
+} qp_whys[QP_WHY_KEEP];
+static uint64_t qp_whys_n;
+
+void uiw_verbs_print_qp_errors(FILE *f)
+{
+	uint64_t first = qp_whys_n > QP_WHY_KEEP ? qp_whys_n - QP_WHY_KEEP : 0;
+
+	if (qp_whys_n == 0)
+		return;
+	fprintf(f, "  QPs that went to error: %lu; the last %lu:\n", (unsigned long)qp_whys_n,
+		(unsigned long)(qp_whys_n - first));
+	for (uint64_t i = first; i < qp_whys_n; i++)
+		fprintf(f, "    qp %u: %s\n", qp_whys[i % QP_WHY_KEEP].qp_num,
+			qp_whys[i % QP_WHY_KEEP].why);
+}
+
 static void qp_error_event(void *arg, struct uiw_qp *core, const char *why)
 {
 	struct uiw_qp_v *q = arg;
 	const struct uiw_term_info *t = uiw_qp_term_tx(core);
 	struct ibv_async_event ev = { .element.qp = &q->qp, .event_type = IBV_EVENT_QP_FATAL };
 
-	(void)why;
+	qp_whys[qp_whys_n % QP_WHY_KEEP].qp_num = q->qp.qp_num;
+	snprintf(qp_whys[qp_whys_n % QP_WHY_KEEP].why, sizeof(qp_whys[0].why), "%s", why);
+	qp_whys_n++;
 	if (t->valid && (t->layer == UIW_TERM_LAYER_RDMAP || t->layer == UIW_TERM_LAYER_DDP) &&
 	    t->etype == 1)
 		ev.event_type = IBV_EVENT_QP_ACCESS_ERR;

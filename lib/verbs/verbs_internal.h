@@ -10,6 +10,7 @@
 #include "uiw_verbs.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 #define CHANNEL_EVENTS 1024   /* a power of two: the ring's slots are the array */
 
@@ -145,6 +146,8 @@ int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ib
 
 /* The RDMAP counters (rdmap.h) summed over every QP the process made, destroyed or not. */
 const uint64_t *uiw_verbs_rdmap_totals(void);
+/* The last reasons QPs went to error (uiw_qp_why), one line each, if any did. */
+void uiw_verbs_print_qp_errors(FILE *f);
 
 /* IBV_SEND_INLINE: the bytes are copied when posted, into the WR's send queue slot. */
 #define UIW_MAX_INLINE 256

@@ -710,6 +710,55 @@ START_TEST(lent_memory_back_on_destroy_and_error)
 }
 END_TEST
 
+static unsigned overflowed_calls;
+
+static void on_overflowed(void *arg, struct uiw_cq *cq)
+{
+	(void)arg;
+	(void)cq;
+	overflowed_calls++;
+}
+
+/* A send CQ of 2 and 5 signalled Sends, never polled: the third completion finds it full.
+ * The CQ says so once, the QP goes to error (a completion was lost: it cannot go on as if
+ * delivered) with a Terminate the peer sees, and the CQ stays in error: after a poll makes
+ * room, no later completion is taken as if nothing had happened. */
+START_TEST(cq_overflow_errors_the_qp)
+{
+	struct uiw_wc wc[4];
+
+	uiw_cq_fini(&A.scq);
+	ck_assert_int_eq(uiw_cq_init(&A.scq, 2), 0);
+	A.scq.overflowed = on_overflowed;
+	overflowed_calls = 0;
+	connect_qps(16, true, false);
+	for (unsigned k = 0; k < 5; k++) {
+		struct uiw_recv_wr r = { .wr_id = k, .sg = { { B.buf + k * 64, 64 } }, .nsge = 1 };
+		struct uiw_send_wr snd = { .wr_id = k, .op = UIW_WR_SEND, .signaled = true,
+					   .sg = { { A.buf, 8 } }, .nsge = 1 };
+
+		ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &snd), 0);
+	}
+	ck_assert(pair_run_until(both_err, NULL, 3000));
+	ck_assert_uint_eq(overflowed_calls, 1);
+	ck_assert_int_eq(uiw_qp_state(A.qp), UIW_QPS_ERROR);
+	ck_assert_uint_ge(uiw_qp_counters(A.qp)[UIW_RDMAP_C_cq_overflow], 1);
+	ck_assert_ptr_nonnull(strstr(uiw_qp_why(A.qp), "completion queue overflow"));
+	ck_assert(uiw_qp_term_rx(B.qp)->valid);
+	ck_assert_uint_eq(uiw_cq_poll(&A.scq, wc, 4), 2);
+	ck_assert_int_eq(wc[0].status, UIW_WC_SUCCESS);
+	ck_assert_uint_eq(wc[0].wr_id, 0);
+	ck_assert_uint_eq(wc[1].wr_id, 1);
+	struct uiw_send_wr late = { .wr_id = 9, .op = UIW_WR_SEND, .signaled = true,
+				    .sg = { { A.buf, 8 } }, .nsge = 1 };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &late), 0);
+	ck_assert_uint_eq(uiw_cq_poll(&A.scq, wc, 4), 0);
+	ck_assert_uint_eq(overflowed_calls, 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rdmap");
@@ -729,6 +778,7 @@ int main(void)
 	tcase_add_loop_test(tc, lent_memory_back_on_destroy_and_error, 0, 2);
 	tcase_add_loop_test(tc, queues_of_three_across_the_wrap, 0, 2);
 	tcase_add_test(tc, posted_while_terminating_flushes);
+	tcase_add_test(tc, cq_overflow_errors_the_qp);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

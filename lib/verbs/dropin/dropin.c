@@ -151,6 +151,7 @@ static void print_counters(void)
 	uiw_stack_print_counters(stderr, &inst.stack);
 	uiw_counters_print(stderr, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
 			   UIW_RDMAP_C__COUNT, true);
+	uiw_verbs_print_qp_errors(stderr);
 	fprintf(stderr, "  progress.late_passes        %12lu  # progress thread passes that waited "
 		"over 1 ms for a core\n", inst.late_passes);
 	fprintf(stderr, "  progress.passes             %12lu  # passes the progress thread made\n"
