@@ -71,25 +71,31 @@ void uiw_verbs_remove_devices(void)
 }
 
 /* Starts the work posted since the last pass (ibv_post_send only queues it). */
-static void ring_doorbells(struct uiw_dev *d)
+static unsigned ring_doorbells(struct uiw_dev *d)
 {
+	unsigned n = 0;
+
 	while (d->kick != NULL) {
 		struct uiw_qp_v *q = d->kick;
 
 		d->kick = q->kick_next;
 		q->kicked = false;
 		uiw_qp_kick(q->core);
+		n++;
 	}
+	return n;
 }
 
-void uiw_verbs_progress_locked(void)
+unsigned uiw_verbs_progress_locked(void)
 {
 	uint64_t now = uiw_now_ns();
+	unsigned work = 0;
 
 	for (unsigned i = 0; i < ndevs; i++) {
-		ring_doorbells(devs[i]);
-		uiw_stack_poll(devs[i]->stack, now);
+		work += ring_doorbells(devs[i]);
+		work += uiw_stack_poll(devs[i]->stack, now);
 	}
+	return work;
 }
 
 void uiw_inline_pass(void)

@@ -48,7 +48,7 @@ static inline void uiw_api_unlock(int *held)
 	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock()
 
 /* One poll pass over every device, the lock held. */
-void uiw_verbs_progress_locked(void);
+unsigned uiw_verbs_progress_locked(void);
 /* A pass made for the program (poll_cq, a non-blocking wait): the progress thread then
  * keeps out of its way for a while. */
 void uiw_inline_pass(void);

@@ -62,6 +62,29 @@ else
 	bad "ibv_devinfo: $out"
 fi
 
+# 3. An idle server (rping -s blocked in rdma_get_cm_event, no client on the memif link)
+# must not spin: the progress thread naps after a quiet spell. Spinning is a whole core
+# (about 100 of 100 CPU ticks a second); a quarter of that is the bound here.
+LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="port=net_memif0,role=server,socket=$tmp/idle.sock,socket-abstract=no; ip=10.72.0.1/24; lcores=1; $common" \
+	rping -s -a 10.72.0.1 -C 1 >"$tmp/idle.out" 2>&1 &
+spid=$!
+sleep 2
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$spid/stat" 2>/dev/null || echo 0; }
+t0=$(cpu_ticks)
+sleep 3
+t1=$(cpu_ticks)
+hz=$(getconf CLK_TCK)
+if ! kill -0 "$spid" 2>/dev/null; then
+	bad "idle rping -s exited: $(cat "$tmp/idle.out")"
+elif [ $((t1 - t0)) -lt $((3 * hz / 4)) ]; then
+	echo "ok: idle rping -s used $((t1 - t0)) of $((3 * hz)) CPU ticks in 3 s"
+else
+	bad "idle rping -s spins: $((t1 - t0)) of $((3 * hz)) CPU ticks in 3 s"
+fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+spid=""
+
 # pair LINK NAME CHECK SERVER_CMD -- CLIENT_CMD: runs a server and a client program on
 # the drop-in libraries, one core each, and checks both exit 0 and that CHECK (a grep
 # pattern) is in the client's output; the client's environment also gets client_env.

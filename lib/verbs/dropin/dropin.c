@@ -62,6 +62,17 @@
 #define LATE_PASS_NS (1000 * 1000ull)
 #define YIELD_WINDOW_NS (20 * 1000 * 1000ull)
 
+/*
+ * A program blocked in a call (a CM event, a completion channel) while nothing happens on
+ * the wire (a dead peer, a server waiting for clients) would have the thread spin for
+ * ever. After IDLE_NS of passes that received no frame and rang no doorbell, the thread
+ * naps between passes, each nap twice the last up to IDLE_NAP_MAX_US: an idle process
+ * costs next to no CPU, and the first frame after a quiet spell waits at most that long
+ * (timers, 1 ms or coarser, are unaffected). A pass that finds work ends the spell.
+ */
+#define IDLE_NS (10 * 1000 * 1000ull)
+#define IDLE_NAP_MAX_US 1000
+
 static struct {
 	pthread_once_t once;
 	int err;                 /* 0 once up; else the errno every call reports */
@@ -75,6 +86,7 @@ static struct {
 	unsigned long passes;        /* passes the thread made for the program */
 	unsigned long naps;          /* naps while the program polled */
 	unsigned long yields;        /* passes after which the thread gave its core back */
+	unsigned long idle_naps;     /* naps after a quiet spell, the program blocked */
 } inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1 };
 
 static void drain_at_exit(void);
@@ -157,8 +169,9 @@ static void print_counters(void)
 	fprintf(stderr, "  progress.passes             %12lu  # passes the progress thread made\n"
 		"  progress.naps               %12lu  # naps while the program polled\n"
 		"  progress.lock_busy          %12lu  # naps while a program thread held the lock\n"
-		"  progress.yields             %12lu  # passes after which the thread gave way\n",
-		inst.passes, inst.naps, inst.lock_busy, inst.yields);
+		"  progress.yields             %12lu  # passes after which the thread gave way\n"
+		"  progress.idle_naps          %12lu  # naps after a quiet spell\n",
+		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.idle_naps);
 }
 
 static void drain_at_exit(void)
@@ -212,6 +225,20 @@ static bool nap(unsigned us)
 	return kicked;
 }
 
+/* Naps @p us or until a kick written while it lasts; the program's mark is not looked at
+ * (a program blocked in a call has no recent pass, so it is 0 for good). */
+static void idle_nap(unsigned us)
+{
+	struct pollfd p = { .fd = inst.nap_fd, .events = POLLIN };
+	struct timespec ts = { 0, (long)us * 1000 };
+	uint64_t v;
+
+	__atomic_store_n(&inst.napping, 1, __ATOMIC_SEQ_CST);
+	if (ppoll(&p, 1, &ts, NULL) > 0 && read(inst.nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		uiw_log(UIW_LOG_DEBUG, "progress nap: %s", strerror(errno));
+	__atomic_store_n(&inst.napping, 0, __ATOMIC_RELEASE);
+}
+
 /* Naps, the next nap twice as long unless a kick ended this one. */
 static void nap_backoff(unsigned *us)
 {
@@ -256,8 +283,8 @@ static bool program_lost_core(void)
 static void *progress_main(void *arg)
 {
 	cpu_set_t all;
-	unsigned nap_us = NAP_MIN_US;
-	uint64_t last_pass = 0;
+	unsigned nap_us = NAP_MIN_US, idle_nap_us = NAP_MIN_US;
+	uint64_t last_pass = 0, quiet_since = 0;
 
 	(void)arg;
 	/* Not on the program's pinned core only (the EAL pins the thread that started it, and
@@ -299,11 +326,26 @@ static void *progress_main(void *arg)
 			UIW_INFO("progress thread: a pass waited %.1f ms for a core (more spinning "
 				 "threads than cores: each message may wait as long)",
 				 (double)(now - last_pass) / 1e6);
+		unsigned work = 1;
+
 		if (!program_polls()) {
-			uiw_verbs_progress_locked();
+			work = uiw_verbs_progress_locked();
 			inst.passes++;
 		}
 		pthread_mutex_unlock(&uiw_big_lock);
+		if (work > 0 || quiet_since == 0) {
+			quiet_since = work > 0 ? 0 : now;
+			idle_nap_us = NAP_MIN_US;
+		} else if (now - quiet_since > IDLE_NS) {
+			/* A kick ends the nap but not the spell: a blocked caller kicks each time
+			 * its wait times out (uiw_wait_some), and only the pass after it tells
+			 * whether it brought work. */
+			inst.idle_naps++;
+			idle_nap(idle_nap_us);
+			idle_nap_us = idle_nap_us * 2 > IDLE_NAP_MAX_US ? IDLE_NAP_MAX_US : idle_nap_us * 2;
+			last_pass = 0;   /* the next pass follows a nap, not a wait for a core */
+			continue;
+		}
 		if (program_lost_core()) {
 			inst.yields++;
 			sched_yield();
