@@ -380,13 +380,12 @@ int main(int argc, char **argv)
 	if (open_all(&r, &cfg, &pcap) != 0)
 		return 1;
 	side_init(&srv, o.m.pair ? "responder" : "mpa", &o, &cfg);
-	srv.p.timeout_ms = cfg.mpa_request_timeout_ms;
 	if ((o.m.pair || o.m.listen_port) && listen_server(&r, &srv) != 0)
 		return 1;
 	for (unsigned i = 0; i < o.rounds; i++) {
 		side_init(&cli, o.m.pair ? "initiator" : "mpa", &o, &cfg);
 		if (o.m.pair || o.m.listen_port)
-			side_init(&srv, srv.name, &o, &cfg), srv.p.timeout_ms = cfg.mpa_request_timeout_ms;
+			side_init(&srv, srv.name, &o, &cfg);
 		failed += !one_round(&r, o.m.pair || o.m.connect_ip ? &cli : NULL,
 				     o.m.pair || o.m.listen_port ? &srv : NULL, i);
 	}

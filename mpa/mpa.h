@@ -45,7 +45,8 @@
 	X(bad_reply, "Reply not acceptable (Markers refused, revision raised, IRD, RTR)")    \
 	X(markers_refused, "Requests rejected: Markers asked for and mpa_markers_ok=0")      \
 	X(early_data, "octets after a Request before the Reply (RFC 5044 §7.1.2)")           \
-	X(timeout, "negotiations given up: no Request, Reply or RTR in time")                \
+	X(timeout, "negotiations given up: no Request, Reply, accept, RTR or first FPDU in time") \
+	X(pending_refused, "connections reset: the listener's backlog of pending Requests was full") \
 	X(peer_gone, "peer closed or reset during negotiation")                              \
 	X(rtr_tx, "RTRs sent (peer-to-peer)")                                                \
 	X(rtr_rx, "RTRs received (peer-to-peer)")                                            \
@@ -87,7 +88,10 @@ struct uiw_mpa_params {
 	uint8_t rtr;              /**< enum uiw_mpa_rtr mask: offered, or accepted */
 	uint16_t ird, ord;
 	uint16_t pd_max;          /**< largest private data taken from the peer */
-	uint32_t timeout_ms;      /**< for the Reply (initiator), the Request and RTR (responder) */
+	uint32_t timeout_ms;      /**< initiator: for the Reply; responder: for the application's
+				   accept or reject (the time an initiator waits for a Reply) */
+	uint32_t request_timeout_ms; /**< responder: for the Request, then the RTR or the
+				      initiator's first FPDU while ours wait */
 	uint32_t first_delay_us;  /**< initiator: hold FPDUs this long after the Reply (siw) */
 	const uint8_t *pd;        /**< our private data (copied) */
 	uint16_t pd_len;

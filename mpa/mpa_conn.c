@@ -33,6 +33,7 @@ void uiw_mpa_params_from_config(struct uiw_mpa_params *p, const struct uiw_confi
 		.p2p = cfg->mpa_p2p != 0, .rtr = (uint8_t)cfg->mpa_rtr,
 		.ird = (uint16_t)cfg->mpa_ird, .ord = (uint16_t)cfg->mpa_ord,
 		.pd_max = (uint16_t)cfg->mpa_pd_max, .timeout_ms = cfg->mpa_reply_timeout_ms,
+		.request_timeout_ms = cfg->mpa_request_timeout_ms,
 		.first_delay_us = cfg->mpa_initiator_delay_us,
 	};
 }
@@ -58,8 +59,18 @@ void uiw_mpa_set_lend(struct uiw_mpa *m, bool on)
 	m->lend = on;
 }
 
+/* The responder's Request is answered (or the connection gone): its listener's backlog
+ * has room again. */
+void uiw_mpa_unpend(struct uiw_mpa_conn *c)
+{
+	if (c->listener != NULL && c->listener->pending > 0)
+		c->listener->pending--;
+	c->listener = NULL;
+}
+
 static void conn_free(struct uiw_mpa_conn *c)
 {
+	uiw_mpa_unpend(c);
 	TAILQ_REMOVE(&c->m->conns, c, link);
 	c->m->nconns--;
 	uiw_mpa_deframer_fini(&c->rx);
@@ -361,7 +372,11 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	mpa_count(c->m, UIW_MPA_C_fpdu_tx);
 	if (hold) {
 		/* RFC 5044 §7.1.2: the responder sends once it has received an FPDU; the
-		 * initiator waits mpa_initiator_delay_us after the Reply (siw). */
+		 * initiator waits mpa_initiator_delay_us after the Reply (siw). A responder
+		 * with something to send waits for that FPDU mpa_request_timeout_ms at most. */
+		if (c->state == MPA_S_WAIT_FIRST && c->deadline == 0)
+			c->deadline = mpa_due(c, uiw_now_ns() +
+					      (uint64_t)c->p.request_timeout_ms * UIW_NS_PER_MS);
 		c->held[c->nheld++] = m;
 		mpa_count(c->m, UIW_MPA_C_fpdu_held);
 		return 0;
@@ -493,6 +508,7 @@ static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
 		if (c->expect_rtr)
 			return uiw_mpa_rtr_take(c, u) && c->state == MPA_S_FULL ? 0 : 1;
 		c->state = MPA_S_FULL;
+		c->deadline = 0;
 		release_held(c);
 	}
 	if (c->swallow_read_resp && uiw_mpa_read_resp_take(c, u))
@@ -622,14 +638,25 @@ static const struct uiw_tcp_ops mpa_tcp_ops = {
 static int t_accept(void *ctx, struct uiw_tcp_conn *tc)
 {
 	struct mpa_listener *l = ctx;
-	struct uiw_mpa_conn *c = conn_new(l->m, &l->p, l->ops, l->ctx);
+	struct uiw_mpa_conn *c;
 
+	if (l->pending >= l->backlog) {
+		/* As many connections as the backlog wait for their Request or for the
+		 * application: this one is reset, so no peer can pile up connections the
+		 * application never sees. */
+		mpa_count(l->m, UIW_MPA_C_pending_refused);
+		return -1;
+	}
+	c = conn_new(l->m, &l->p, l->ops, l->ctx);
 	if (c == NULL)
 		return -1;
 	c->tcp = tc;
 	c->state = MPA_S_WAIT_REQUEST;
+	c->listener = l;
+	l->pending++;
 	c->p.timeout_ms = l->p.timeout_ms;
-	c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)l->p.timeout_ms * UIW_NS_PER_MS);
+	c->p.request_timeout_ms = l->p.request_timeout_ms;
+	c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)l->p.request_timeout_ms * UIW_NS_PER_MS);
 	uiw_tcp_set_user(tc, &mpa_tcp_ops, c);
 	return 0;
 }
@@ -645,7 +672,7 @@ int uiw_mpa_listen(struct uiw_mpa *m, uint16_t port, unsigned backlog,
 		if (l->used)
 			continue;
 		*l = (struct mpa_listener){ .used = true, .port = port, .p = *p, .ops = ops,
-					    .ctx = ctx, .m = m };
+					    .ctx = ctx, .m = m, .backlog = backlog ? backlog : 1 };
 		l->p.pd = NULL;
 		l->p.pd_len = 0;
 		int rc = uiw_tcp_listen(m->tcp, port, backlog, &mpa_listen_ops, l);
@@ -661,8 +688,13 @@ void uiw_mpa_unlisten(struct uiw_mpa *m, uint16_t port)
 {
 	for (unsigned i = 0; i < MPA_LISTEN_MAX; i++) {
 		if (m->ls[i].used && m->ls[i].port == port) {
+			struct uiw_mpa_conn *c;
+
 			uiw_tcp_unlisten(m->tcp, port);
 			m->ls[i].used = false;
+			TAILQ_FOREACH(c, &m->conns, link)   /* rare: no pointer may outlive it */
+				if (c->listener == &m->ls[i])
+					c->listener = NULL;
 		}
 	}
 }
@@ -696,7 +728,7 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 		   const struct uiw_mpa_ops *ops, void *user)
 {
 	uint16_t pd_max = c->p.pd_max;
-	uint32_t timeout = c->p.timeout_ms;
+	uint32_t timeout = c->p.timeout_ms, req_timeout = c->p.request_timeout_ms;
 
 	if (c->state != MPA_S_WAIT_ACCEPT)
 		return -ENOTCONN;
@@ -711,6 +743,7 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 		c->p.pd = c->pd_buf;
 		c->p.pd_max = pd_max;
 		c->p.timeout_ms = timeout;
+		c->p.request_timeout_ms = req_timeout;
 	}
 	c->in_call++;
 	int rc = uiw_mpa_send_reply(c, &c->p);
@@ -741,10 +774,20 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 			continue;
 		}
 		mpa_count(m, UIW_MPA_C_timeout);
-		uiw_mpa_set_reason(c, -ETIMEDOUT, "no MPA %s within %u ms",
-			       c->state == MPA_S_TCP_CONNECTING || c->state == MPA_S_WAIT_REPLY ? "Reply"
-			       : c->state == MPA_S_WAIT_REQUEST ? "Request" : "RTR",
-			       c->p.timeout_ms);
+		if (c->state == MPA_S_TCP_CONNECTING || c->state == MPA_S_WAIT_REPLY)
+			uiw_mpa_set_reason(c, -ETIMEDOUT, "no MPA Reply within %u ms", c->p.timeout_ms);
+		else if (c->state == MPA_S_WAIT_REQUEST)
+			uiw_mpa_set_reason(c, -ETIMEDOUT, "no MPA Request within %u ms",
+					   c->p.request_timeout_ms);
+		else if (c->state == MPA_S_WAIT_ACCEPT)
+			uiw_mpa_set_reason(c, -ETIMEDOUT, "the application neither accepted nor "
+					   "rejected the Request within %u ms", c->p.timeout_ms);
+		else if (c->expect_rtr)
+			uiw_mpa_set_reason(c, -ETIMEDOUT, "no RTR within %u ms", c->p.request_timeout_ms);
+		else
+			uiw_mpa_set_reason(c, -ETIMEDOUT, "no FPDU from the initiator within %u ms while "
+					   "%u of ours waited (RFC 5044 §7.1.2)",
+					   c->p.request_timeout_ms, c->nheld);
 		uiw_mpa_abort(c, c->reason);
 	}
 	if (due < m->next_due)

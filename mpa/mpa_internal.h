@@ -25,6 +25,8 @@ enum mpa_state {
 struct mpa_listener {
 	bool used;
 	uint16_t port;
+	unsigned backlog;               /* connections at most waiting for a Request or accept */
+	unsigned pending;               /* connections waiting for a Request or accept now */
 	struct uiw_mpa_params p;
 	const struct uiw_mpa_ops *ops;
 	void *ctx;
@@ -52,6 +54,7 @@ struct uiw_mpa_conn {
 	struct rte_mbuf *held[MPA_HELD_MAX];
 	unsigned nheld;
 	uint64_t deadline;              /* 0 = no timer */
+	struct mpa_listener *listener;  /* responder, until the Request is answered */
 	uint64_t release_at;            /* initiator: held FPDUs go at this time (0 = none) */
 	unsigned in_call;               /* depth of MPA code on the stack for this conn */
 	bool finish_pending;
@@ -76,6 +79,8 @@ struct uiw_mpa {
 
 /* A connection's timer (deadline or release) is set to @p at: uiw_mpa_run() looks at the
  * connections again no later than then. */
+void uiw_mpa_unpend(struct uiw_mpa_conn *c);
+
 static inline uint64_t mpa_due(struct uiw_mpa_conn *c, uint64_t at)
 {
 	if (at < c->m->next_due)

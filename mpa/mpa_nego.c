@@ -250,7 +250,9 @@ struct rte_mbuf *uiw_mpa_rx_request(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 		return NULL;
 	}
 	mpa_count(c->m, UIW_MPA_C_req_rx);
-	c->deadline = 0;
+	/* The application answers within the time an initiator waits for the Reply (its
+	 * own mpa_reply_timeout_ms; siw's 10 s); after that the peer has given up anyway. */
+	c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)c->p.timeout_ms * UIW_NS_PER_MS);
 	c->state = MPA_S_WAIT_ACCEPT;
 	if (c->req.markers && !c->p.markers_ok) {
 		/* As siw: a Reply with R=1 and M clear (WIRE.md §1.5). */
@@ -323,9 +325,12 @@ int uiw_mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p)
 	n->pd = c->req.pd;
 	n->pd_len = c->req.pd_len;
 	uiw_mpa_start_full(c);
+	uiw_mpa_unpend(c);
 	c->state = MPA_S_WAIT_FIRST;
+	c->deadline = 0;
 	if (c->expect_rtr)
-		c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)c->p.timeout_ms * UIW_NS_PER_MS);
+		c->deadline = mpa_due(c, uiw_now_ns() +
+				      (uint64_t)c->p.request_timeout_ms * UIW_NS_PER_MS);
 	else
 		uiw_mpa_deliver_established(c);
 	return 0;
@@ -344,6 +349,7 @@ int uiw_mpa_reject(struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t pd_len)
 		return -ENOTCONN;
 	if (pd_len + (out.enhanced ? UIW_MPA_V2_LEN : 0) > UIW_MPA_PD_MAX)
 		return -EINVAL;
+	uiw_mpa_unpend(c);
 	if (send_rr(c, &out) == 0)
 		mpa_count(c->m, UIW_MPA_C_reject_tx);
 	if (c->err == 0)

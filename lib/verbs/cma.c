@@ -399,6 +399,8 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	return 0;
 }
 
+#define CM_BACKLOG_MAX 1024
+
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	UIW_API_LOCK();
@@ -407,7 +409,11 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 
 	if (c->state != CM_BOUND)
 		return fail(EINVAL);
-	rc = uiw_mpa_listen(c->dev->stack->mpa, c->port, backlog > 0 ? (unsigned)backlog : 16,
+	/* As Linux's rdma_cm (ucma's max_backlog): the backlog asked for, or 1024 when it is
+	 * 0, negative or larger. It bounds both the half-open TCP connections and those
+	 * waiting for their MPA Request or for rdma_accept. */
+	rc = uiw_mpa_listen(c->dev->stack->mpa, c->port,
+			    backlog > 0 && backlog < CM_BACKLOG_MAX ? (unsigned)backlog : CM_BACKLOG_MAX,
 			    &c->dev->mpa_params, &cm_ops, c);
 	if (rc != 0)
 		return fail(-rc);

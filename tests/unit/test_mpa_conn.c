@@ -653,6 +653,7 @@ START_TEST(timeouts)
 
 	params(&p);
 	p.timeout_ms = 50;
+	p.request_timeout_ms = 50;
 	if (_i == 0) {
 		/* A responder that never answers. */
 		mpa_connect_to_raw(&p);
@@ -664,7 +665,7 @@ START_TEST(timeouts)
 		raw_connect_to_listener(&p);
 		ck_assert(pair_run_until(raw_is, &raw.closed, 2000));
 		ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_timeout), 1);
-	} else {
+	} else if (_i == 2) {
 		/* Peer-to-peer: an initiator that never sends its RTR. */
 		static const uint8_t v2[] = { 0x80, 0x01, 0x80, 0x01 };
 
@@ -674,8 +675,87 @@ START_TEST(timeouts)
 		ck_assert(pair_run_until(raw_is, &rsp.closed, 2000));
 		ck_assert(!rsp.established);
 		ck_assert_int_eq(rsp.err, -ETIMEDOUT);
+	} else if (_i == 3) {
+		/* An application that never answers the Request (mpa_reply_timeout_ms: the
+		 * time an initiator waits for the Reply). */
+		rsp.defer_accept = true;
+		raw_connect_to_listener(&p);
+		raw_send(req, siw_request(req, 0));
+		ck_assert(pair_run_until(raw_is, &rsp.closed, 2000));
+		ck_assert(rsp.requested && !rsp.established);
+		ck_assert_int_eq(rsp.err, -ETIMEDOUT);
+		ck_assert_ptr_nonnull(strstr(rsp.reason, "neither accepted nor rejected"));
+		ck_assert(pair_run_until(raw_is, &raw.closed, 2000));
+	} else {
+		/* A responder with an FPDU to send, held until the initiator's first one
+		 * (RFC 5044 §7.1.2), which never comes. */
+		uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+		struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) };
+
+		rsp.accept_p = p;
+		raw_connect_to_listener(&p);
+		raw_send(req, siw_request(req, 0));
+		ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+		ck_assert_int_eq(uiw_mpa_send(rsp.c, &in, 1), 0);
+		ck_assert(pair_run_until(raw_is, &rsp.closed, 2000));
+		ck_assert_int_eq(rsp.err, -ETIMEDOUT);
+		ck_assert_ptr_nonnull(strstr(rsp.reason, "no FPDU from the initiator"));
+		ck_assert(pair_run_until(raw_is, &raw.closed, 2000));
 	}
 	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.st.mpa) + uiw_mpa_conn_count(pair_b.st.mpa), 0);
+}
+END_TEST
+
+static struct raw raws[4];
+
+static bool raw_n_settled(void *arg)
+{
+	unsigned n = *(const unsigned *)arg;
+
+	for (unsigned i = 0; i < n; i++)
+		if (!raws[i].connected && !raws[i].closed)
+			return false;
+	return true;
+}
+
+/* A listener's backlog bounds the connections waiting for their Request or for the
+ * application: beyond it a connection is reset and counted; once the waiting ones time
+ * out, there is room again. */
+START_TEST(pending_requests_capped)
+{
+	struct uiw_mpa_params p;
+	uint8_t req[64];
+	unsigned four = 4;
+
+	params(&p);
+	p.request_timeout_ms = 100;
+	rsp.accept_p = p;
+	memset(raws, 0, sizeof(raws));
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 2, &p, &ep_ops, &rsp), 0);
+	for (unsigned i = 0; i < 3; i++) {   /* one after another: the SYN backlog is 2 too */
+		unsigned upto = i + 1;
+
+		ck_assert_int_eq(uiw_tcp_connect(pair_a.st.tcp, PAIR_IP_B, PORT, &raw_ops, &raws[i],
+						 uiw_now_ns(), &raws[i].c), 0);
+		ck_assert(pair_run_until(raw_n_settled, &upto, 2000));
+	}
+	ck_assert(pair_run_until(raw_is, &raws[2].closed, 2000));
+	ck_assert_int_eq(raws[2].err, -ECONNRESET);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_pending_refused), 1);
+	ck_assert(!raws[0].closed && !raws[1].closed);
+	/* The two waiting ones give up after mpa_request_timeout_ms; then one more gets in. */
+	ck_assert(pair_run_until(raw_is, &raws[1].closed, 2000));
+	ck_assert(pair_run_until(raw_is, &raws[0].closed, 2000));
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_timeout), 2);
+	ck_assert_int_eq(uiw_tcp_connect(pair_a.st.tcp, PAIR_IP_B, PORT, &raw_ops, &raws[3],
+					 uiw_now_ns(), &raws[3].c), 0);
+	ck_assert(pair_run_until(raw_n_settled, &four, 2000));
+	ck_assert(!raws[3].closed);
+	ck_assert_int_eq(uiw_tcp_send(raws[3].c, frame_copy(req, siw_request(req, 0)),
+				      UIW_TCP_SEND_RECORD), 0);
+	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_pending_refused), 1);
+	uiw_tcp_abort(raws[3].c);
 }
 END_TEST
 
@@ -802,7 +882,8 @@ int main(void)
 	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);
 	tcase_add_loop_test(tc, bad_requests_answered, 0, 5);
 	tcase_add_loop_test(tc, bad_replies_terminated, 0, 4);
-	tcase_add_loop_test(tc, timeouts, 0, 3);
+	tcase_add_loop_test(tc, timeouts, 0, 5);
+	tcase_add_test(tc, pending_requests_capped);
 	tcase_add_loop_test(tc, stream_errors_terminated, 0, 2);
 	tcase_add_test(tc, wrong_rtr_terminated);
 	tcase_add_test(tc, pd_512_with_raised_cap);
