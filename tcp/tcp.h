@@ -45,7 +45,8 @@
 	X(drop_rst_invalid, "RST outside the window, ignored (RFC 5961 §3)")                 \
 	X(drop_syn_ack_bad, "SYN-ACK acknowledging the wrong sequence (answered with RST)")  \
 	X(challenge_ack, "challenge ACKs sent (RFC 5961)")                                   \
-	X(challenge_ack_limited, "challenge ACKs suppressed by the rate limit")              \
+	X(challenge_ack_limited, "challenge ACKs suppressed by the stack-wide limit")         \
+	X(challenge_ack_conn_limited, "challenge ACKs suppressed: the connection sent one < 0.5 s ago") \
 	X(rst_rx, "connections reset by the peer")                                           \
 	X(rst_tx, "RSTs sent")                                                               \
 	X(ooo_segs, "out-of-order segments queued")                                          \

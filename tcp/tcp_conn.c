@@ -77,7 +77,9 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	}
 	if (uiw_random_key(t->isn_key) != 0)
 		t->isn_key[0] = uiw_now_ns() ^ (uintptr_t)t;
-	t->next_port = (uint16_t)(TCP_EPHEMERAL_LO + t->isn_key[1] % (TCP_EPHEMERAL_HI - TCP_EPHEMERAL_LO));
+	if (uiw_random_key(t->port_key) != 0)
+		t->port_key[0] = t->isn_key[1] ^ 0x9e3779b97f4a7c15ull;
+	t->next_ephemeral = (uint32_t)t->isn_key[1];
 	t->epoch = uiw_now_ns();
 	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
 	 * ACKs that would free them could not come in. */
@@ -301,14 +303,18 @@ void uiw_tcp_unlisten(struct uiw_tcp *t, uint16_t port)
 	memset(l, 0, sizeof(*l));
 }
 
+/* RFC 6056 §3.3.3 (Algorithm 3, simple hash-based): the search starts at an offset keyed
+ * by the destination, so the ports used towards one peer tell nothing of those towards
+ * another, and a counter shared by all moves it on. */
 static uint16_t pick_port(struct uiw_tcp *t, uint32_t raddr, uint16_t rport)
 {
-	unsigned range = TCP_EPHEMERAL_HI - TCP_EPHEMERAL_LO + 1;
+	const uint32_t range = TCP_EPHEMERAL_HI - TCP_EPHEMERAL_LO + 1;
+	uint32_t tuple[3] = { t->net->ip, raddr, rport };
+	uint32_t offset = (uint32_t)uiw_siphash(t->port_key, tuple, sizeof(tuple));
 
-	for (unsigned n = 0; n < range; n++) {
-		uint16_t p = t->next_port;
+	for (uint32_t n = 0; n < range; n++) {
+		uint16_t p = (uint16_t)(TCP_EPHEMERAL_LO + (offset + t->next_ephemeral++) % range);
 
-		t->next_port = p == TCP_EPHEMERAL_HI ? TCP_EPHEMERAL_LO : (uint16_t)(p + 1);
 		if (uiw_tcp_listener_find(t, p) == NULL && uiw_tcp_lookup(t, t->net->ip, p, raddr, rport) == NULL)
 			return p;
 	}

@@ -4,6 +4,8 @@
  * then per state: LISTEN/CLOSED, SYN-SENT, and the synchronized states as
  * sequence check -> RST -> SYN -> ACK -> data -> FIN.
  */
+#include <rte_random.h>
+
 #include "tcp_internal.h"
 
 typedef void (*seg_fn)(struct uiw_tcp_conn *c, struct tcp_seg *s);
@@ -220,19 +222,27 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		c->ops->connected(c->user, c);
 }
 
-/* RFC 5961 §7: challenge ACKs are rate limited. */
+/* RFC 5961 §7 and §10: challenge ACKs are rate limited per connection, and stack-wide by
+ * a limit that changes at random each second (tcp_internal.h). */
 static void challenge_ack(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 
-	if (t->now - t->challenge_window >= UIW_NS_PER_S) {
+	if (c->last_challenge != 0 && t->now - c->last_challenge < TCP_CHALLENGE_GAP_NS) {
+		tcp_count(t, UIW_TCP_C_challenge_ack_conn_limited);
+		return;
+	}
+	if (t->challenge_window == 0 || t->now - t->challenge_window >= UIW_NS_PER_S) {
 		t->challenge_window = t->now;
 		t->challenge_count = 0;
+		t->challenge_limit = TCP_CHALLENGE_ACKS_PER_S / 2 +
+				     (unsigned)(rte_rand() % TCP_CHALLENGE_ACKS_PER_S);
 	}
-	if (t->challenge_count++ >= TCP_CHALLENGE_ACKS_PER_S) {
+	if (t->challenge_count++ >= t->challenge_limit) {
 		tcp_count(t, UIW_TCP_C_challenge_ack_limited);
 		return;
 	}
+	c->last_challenge = t->now;
 	tcp_count(t, UIW_TCP_C_challenge_ack);
 	uiw_tcp_send_ack(c);
 }

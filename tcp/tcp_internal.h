@@ -23,7 +23,12 @@ static inline uint32_t u32_max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 #define TCP_EPHEMERAL_HI 65535
 #define TCP_MAX_LISTENERS 16
 #define TCP_DEFAULT_MSS 536      /* RFC 9293 §3.7.1, when the peer sends no MSS option */
-#define TCP_CHALLENGE_ACKS_PER_S 1000 /* RFC 5961 §7 */
+/* RFC 5961 §7 and §10 (CVE-2016-5696): challenge ACKs at most one per connection per
+ * TCP_CHALLENGE_GAP_NS, and a stack-wide limit per second drawn anew each second from
+ * [ACKS_PER_S / 2, ACKS_PER_S * 3 / 2), so that no off-path host learns from the shared
+ * count whether a guessed connection exists (Linux does both). */
+#define TCP_CHALLENGE_ACKS_PER_S 1000
+#define TCP_CHALLENGE_GAP_NS (500 * 1000 * 1000ull)
 
 /* Connection flags. */
 #define TF_SACK_OK 0x0001        /* both SYNs carried SACK-permitted */
@@ -133,6 +138,7 @@ struct uiw_tcp_conn {
 	int doom_err;
 	uint32_t max_sndwnd;               /* RFC 5961 §5.2 MAX.SND.WND */
 	uint32_t bytes_acked;              /* RFC 3465 byte counting in congestion avoidance */
+	uint64_t last_challenge;           /* when this connection last sent a challenge ACK */
 };
 
 struct uiw_tcp_listener {
@@ -160,9 +166,11 @@ struct uiw_tcp {
 	uint64_t now;                      /* time of the pass being processed */
 	uint64_t isn_key[2];               /* RFC 6528 secret */
 	uint64_t epoch;                    /* for the TS clock */
-	uint16_t next_port;
+	uint64_t port_key[2];              /* RFC 6056 §3.3.3 secret */
+	uint32_t next_ephemeral;           /* RFC 6056 §3.3.3 counter */
 	uint64_t challenge_window;         /* RFC 5961 §7 rate limit, 1 s windows */
 	unsigned challenge_count;
+	unsigned challenge_limit;          /* this window's limit, drawn at random */
 	uint64_t record_flag;              /* mbuf dynflag marking a record start (0: none) */
 	unsigned sq_mbufs;                 /* mbufs held by all send queues */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */

@@ -510,6 +510,53 @@ START_TEST(syn_on_established_gets_challenge_ack)
 }
 END_TEST
 
+/* RFC 5961 §10: one connection's challenge ACKs are limited to one per half second (an
+ * off-path host flooding guessed RSTs learns nothing from a shared count); after the gap,
+ * the next one goes out. */
+START_TEST(challenge_acks_limited_per_connection)
+{
+	establish_passive(NULL, 0);
+	for (unsigned k = 0; k < 5; k++)
+		inject(&(struct seg){ .seq = PEER_ISN + 100 + k, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_challenge_ack], 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_challenge_ack_conn_limited], 4);
+	advance(600 * MS);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_challenge_ack], 2);
+	ck_assert_uint_eq(ev.closed, 0);
+}
+END_TEST
+
+/* RFC 6056 §3.3.3: towards one destination the ephemeral ports follow one counter; towards
+ * different destination ports they start at unrelated offsets (not a sequence a peer can
+ * extrapolate to other connections). */
+START_TEST(ephemeral_ports_keyed_by_destination)
+{
+	uint16_t same[4], other[8];
+	struct uiw_tcp_conn *c;
+	unsigned consecutive = 0;
+
+	for (unsigned i = 0; i < 4; i++) {
+		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 80, &ops, NULL, now_ns, &c), 0);
+		same[i] = c->lport;
+		ck_assert_uint_ge(same[i], 49152);
+	}
+	for (unsigned i = 1; i < 4; i++)
+		ck_assert_uint_eq((uint16_t)(same[i] - same[i - 1]) % 16384, 1);
+	for (unsigned i = 0; i < 8; i++) {
+		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, (uint16_t)(1000 + i), &ops, NULL, now_ns, &c), 0);
+		other[i] = c->lport;
+		ck_assert_uint_ge(other[i], 49152);
+	}
+	for (unsigned i = 1; i < 8; i++)
+		consecutive += (uint16_t)(other[i] - other[i - 1]) == 1;
+	ck_assert_uint_lt(consecutive, 7);
+}
+END_TEST
+
 START_TEST(closed_port_answers_rst)
 {
 	struct out o;
@@ -847,6 +894,8 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, rst_in_window_gets_challenge_ack);
 	tcase_add_test(tc, rst_outside_window_ignored);
 	tcase_add_test(tc, syn_on_established_gets_challenge_ack);
+	tcase_add_test(tc, challenge_acks_limited_per_connection);
+	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
