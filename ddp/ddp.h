@@ -100,6 +100,16 @@ enum uiw_stag_check uiw_stag_check(const struct uiw_stag_table *t, uint32_t stag
 /** Invalidates @p stag for @p pd (RFC 5040 §5.2). @return 0, -ENOENT, -EACCES (other PD). */
 int uiw_stag_invalidate(struct uiw_stag_table *t, uint32_t stag, uint32_t pd);
 
+/** Whether a peer may invalidate @p mr (Send with Invalidate, RFC 5040 §5.2, §6.4) on a
+ *  stream of @p pd: a valid region of that PD registered for remote access, i.e. one whose
+ *  STag the application may have handed to a peer to use. A region registered for local
+ *  access only (a Read's sink, whose STag the peer sees in the Read Request) may not be. */
+static inline bool uiw_stag_peer_may_invalidate(const struct uiw_mr *mr, uint32_t pd)
+{
+	return mr != NULL && mr->valid && mr->pd == pd &&
+	       (mr->access & (UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ)) != 0;
+}
+
 /** A parsed DDP segment header and where its payload starts in the ULPDU. */
 struct uiw_ddp_seg {
 	bool tagged, last;

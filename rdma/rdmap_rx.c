@@ -102,11 +102,14 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 	bool inv = op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV;
 
 	if (inv) {
-		int rc = uiw_stag_invalidate(qp->stags, s->rsvd_ulp, qp->pd);
+		struct uiw_mr *mr = uiw_stag_find(qp->stags, s->rsvd_ulp);
 
-		if (rc != 0)
-			return term(qp, UIW_TERM_LAYER_RDMAP, rc == -EACCES ? RDMAP_ET_PROT : RDMAP_ET_OP,
-				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
+		/* Checked at the first segment; the region may have changed since. */
+		if (!uiw_stag_peer_may_invalidate(mr, qp->pd))
+			return term(qp, UIW_TERM_LAYER_RDMAP, mr != NULL && mr->valid ? RDMAP_ET_PROT
+				    : RDMAP_ET_OP, 0x09, u, s, false,
+				    "Send with Invalidate: the STag cannot be invalidated");
+		mr->valid = false;
 	}
 	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV,
 			     .byte_len = uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND),
@@ -140,7 +143,10 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 		/* Checked before the first octet is placed; done when the message is whole. */
 		const struct uiw_mr *mr = uiw_stag_find(qp->stags, s->rsvd_ulp);
 
-		if (mr == NULL || !mr->valid || mr->pd != qp->pd)
+		/* RFC 5040 §4.8: remote protection (a region of ours it may not invalidate:
+		 * another PD's, or one registered for local access only) or remote operation
+		 * (no such STag), code 0x09 either way. */
+		if (!uiw_stag_peer_may_invalidate(mr, qp->pd))
 			return term(qp, UIW_TERM_LAYER_RDMAP, mr != NULL && mr->valid ? RDMAP_ET_PROT : RDMAP_ET_OP,
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}

@@ -248,12 +248,14 @@ static uint32_t build(int i, uint8_t *b, struct expect *e)
 		return untagged(b, UNT, RV(4), mr_other->stag, 0, 1, 0, 4);
 	case 25: *e = (struct expect){ 0, 2, 0x09, MD, 20, true, 16 };  /* invalidate, no STag */
 		return untagged(b, UNT, RV(6), mr->stag ^ 0x100, 0, 1, 0, 4);
+	case 26: *e = (struct expect){ 0, 1, 0x09, MD, 20, true, 16 };  /* invalidate, local only */
+		return untagged(b, UNT, RV(4), mr_ro->stag, 0, 1, 0, 4);
 	default: *e = (struct expect){ 0, 2, 0x06, MD, 16, true, 16 };  /* Read Response, none asked */
 		return tagged(b, TAG, RV(2), mr->stag, VA, 4);
 	}
 }
 
-#define NCASES 27
+#define NCASES 28
 
 static bool got_term(void *arg)
 {
