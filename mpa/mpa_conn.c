@@ -71,6 +71,7 @@ void uiw_mpa_unpend(struct uiw_mpa_conn *c)
 static void conn_free(struct uiw_mpa_conn *c)
 {
 	uiw_mpa_unpend(c);
+	c->m->c[UIW_MPA_C_rx_coalesced_octets] += c->rx.coalesced;
 	TAILQ_REMOVE(&c->m->conns, c, link);
 	c->m->nconns--;
 	uiw_mpa_deframer_fini(&c->rx);

@@ -27,6 +27,7 @@ static void free_held(struct uiw_mpa_deframer *d)
 	d->tail = NULL;
 	d->head_off = 0;
 	d->avail = 0;
+	d->nheld = 0;
 }
 
 void uiw_mpa_deframer_stop(struct uiw_mpa_deframer *d)
@@ -138,6 +139,7 @@ static void consume(struct uiw_mpa_deframer *d, uint32_t n)
 		d->head->next = NULL;
 		rte_pktmbuf_free_seg(d->head);
 		d->head = next;
+		d->nheld--;
 	}
 	if (d->head == NULL)
 		d->tail = NULL;
@@ -247,6 +249,29 @@ static enum uiw_mpa_rx one_fpdu(struct uiw_mpa_deframer *d, uiw_mpa_ulpdu_fn fn,
 	return UIW_MPA_RX_OK;
 }
 
+/*
+ * A small segment joins the held tail's free room instead of being held itself: a peer
+ * that cuts an FPDU into one-octet TCP segments would otherwise make us hold one mbuf per
+ * octet (65,535 for one FPDU, a pool for a few connections). So what an incomplete FPDU
+ * holds is about its octets over the room of an mbuf, whatever the cut. Segments that fill
+ * much of an mbuf (what a peer sends normally) are held as they came, never copied.
+ */
+#define COALESCE_MAX 512
+
+static bool join_tail(struct uiw_mpa_deframer *d, const struct rte_mbuf *s)
+{
+	struct rte_mbuf *t = d->tail;
+
+	if (t == NULL || s->data_len > COALESCE_MAX || !RTE_MBUF_DIRECT(t) ||
+	    rte_mbuf_refcnt_read(t) != 1 || rte_pktmbuf_tailroom(t) < s->data_len)
+		return false;
+	memcpy(rte_pktmbuf_mtod_offset(t, uint8_t *, t->data_len), rte_pktmbuf_mtod(s, const uint8_t *),
+	       s->data_len);
+	t->data_len = (uint16_t)(t->data_len + s->data_len);
+	d->coalesced += s->data_len;
+	return true;
+}
+
 enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbuf *m,
 				      uiw_mpa_ulpdu_fn fn, void *arg)
 {
@@ -254,13 +279,25 @@ enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbu
 		rte_pktmbuf_free(m);
 		return d->error;
 	}
-	for (struct rte_mbuf *s = m; s != NULL; s = s->next)
-		d->avail += s->data_len;
-	if (d->tail != NULL)
-		d->tail->next = m;
-	else
-		d->head = m;
-	d->tail = rte_pktmbuf_lastseg(m);
+	while (m != NULL) {   /* each segment on its own: the chain's head fields go */
+		struct rte_mbuf *next = m->next;
+
+		m->next = NULL;
+		m->nb_segs = 1;
+		m->pkt_len = m->data_len;
+		d->avail += m->data_len;
+		if (join_tail(d, m)) {
+			rte_pktmbuf_free_seg(m);
+		} else {
+			if (d->tail != NULL)
+				d->tail->next = m;
+			else
+				d->head = m;
+			d->tail = m;
+			d->nheld++;
+		}
+		m = next;
+	}
 	for (;;) {
 		bool done;
 		enum uiw_mpa_rx r = one_fpdu(d, fn, arg, &done);

@@ -54,6 +54,8 @@ struct uiw_mpa_deframer {
 	uint8_t *scratch;               /* for ULPDUs in more than UIW_MPA_VIEW_PIECES pieces */
 	struct uiw_mpa_iov pieces[UIW_MPA_VIEW_PIECES];
 	uint64_t fpdus, joined;
+	uint64_t coalesced;             /* octets of small segments copied into the held tail */
+	unsigned nheld;                 /* mbufs held */
 };
 
 void uiw_mpa_deframer_init(struct uiw_mpa_deframer *d, bool markers, bool crc);

@@ -290,6 +290,41 @@ START_TEST(deframer_any_split_same_ulpdus)
 }
 END_TEST
 
+/* One FPDU of 60,000 octets cut into one-octet segments (as a hostile peer may): the
+ * deframer never holds more than about one mbuf per 1 KiB of it (a 4,095-mbuf pool would
+ * not even hold a tenth of the segments), and the ULPDU arrives whole with a good CRC. */
+START_TEST(deframer_tiny_segments_bounded)
+{
+	struct stream *s = &stream_buf;
+	static struct sink k;
+	struct uiw_mpa_deframer d;
+	unsigned most = 0;
+
+	s->len = s->data_len = 0;
+	fill(s->data, 60000, 11);
+	struct uiw_mpa_iov in = { s->data, 60000 }, out = { s->bytes, STREAM_MAX };
+
+	s->len = uiw_mpa_fpdu_encode(&out, 1, 0, false, true, &in, 1);
+	ck_assert_uint_gt(s->len, 60000);
+	memset(&k, 0, sizeof(k));
+	uiw_mpa_deframer_init(&d, false, true);
+	for (uint32_t off = 0; off < s->len; off++) {
+		ck_assert_int_eq(uiw_mpa_deframer_push(&d, frame_copy(s->bytes + off, 1), sink_fn, &k),
+				 UIW_MPA_RX_OK);
+		if (d.nheld > most)
+			most = d.nheld;
+		ck_assert_uint_le(d.nheld, 1 + d.avail / 1024);
+	}
+	ck_assert_uint_eq(k.n, 1);
+	ck_assert_uint_eq(k.len, 60000);
+	ck_assert_mem_eq(k.got, s->data, 60000);
+	ck_assert_uint_eq(d.nheld, 0);
+	ck_assert_uint_gt(most, 1);
+	ck_assert_uint_ge(d.coalesced, 59000);
+	uiw_mpa_deframer_fini(&d);
+}
+END_TEST
+
 /* FPDUs longer than a segment, over Markers, in many small pieces: joined once. */
 START_TEST(deframer_joins_large_ulpdus)
 {
@@ -399,6 +434,7 @@ int main(void)
 	tcase_add_test(tc, encode_refuses_small_room_and_long_ulpdu);
 	tcase_add_loop_test(tc, deframer_any_split_same_ulpdus, 0, 4);
 	tcase_add_test(tc, deframer_joins_large_ulpdus);
+	tcase_add_test(tc, deframer_tiny_segments_bounded);
 	tcase_add_test(tc, deframer_crc_error_stops_stream);
 	tcase_add_test(tc, deframer_marker_mismatch);
 	tcase_add_test(tc, deframer_stop_and_partial_hold);
