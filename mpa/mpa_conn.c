@@ -520,7 +520,7 @@ static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
 	return c->state == MPA_S_FULL ? 0 : 1;
 }
 
-static void rx_fpdus(struct uiw_mpa_conn *c, struct rte_mbuf *m)
+static void deframe(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 {
 	enum uiw_mpa_rx r = uiw_mpa_deframer_push(&c->rx, m, on_ulpdu, c);
 
@@ -546,6 +546,14 @@ static void rx_fpdus(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 		uiw_mpa_terminate_llp(c, UIW_TERM_MPA_LOCAL_CATA, "no memory to join a ULPDU");
 		return;
 	}
+}
+
+/* What an unfinished FPDU holds counts in TCP's window and receive budget. */
+static void rx_fpdus(struct uiw_mpa_conn *c, struct rte_mbuf *m)
+{
+	deframe(c, m);
+	if (c->tcp != NULL)
+		uiw_tcp_ulp_held(c->tcp, c->rx.avail, c->rx.nheld);
 }
 
 static void t_recv(void *user, struct uiw_tcp_conn *tc, struct rte_mbuf *m)

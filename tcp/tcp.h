@@ -44,6 +44,7 @@
 	X(drop_ooo_full, "out-of-order segment dropped: reassembly queue full")              \
 	X(drop_rst_invalid, "RST outside the window, ignored (RFC 5961 §3)")                 \
 	X(drop_syn_ack_bad, "SYN-ACK acknowledging the wrong sequence (answered with RST)")  \
+	X(drop_rx_budget, "segments dropped unacknowledged: the connection's receive budget was spent while the stack was short of mbufs") \
 	X(challenge_ack, "challenge ACKs sent (RFC 5961)")                                   \
 	X(challenge_ack_limited, "challenge ACKs suppressed by the stack-wide limit")         \
 	X(challenge_ack_conn_limited, "challenge ACKs suppressed: the connection sent one < 0.5 s ago") \
@@ -173,6 +174,11 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c);
 
 /** Bytes uiw_tcp_send() accepts now. */
 uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c);
+
+/** The layer above now holds @p bytes of this connection's stream, acknowledged but not
+ *  yet consumed (an unfinished record), in @p mbufs mbufs: the window offers that much
+ *  less and the receive budget counts them. */
+void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs);
 
 /** The largest payload one segment carries (the effective send MSS). */
 uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c);

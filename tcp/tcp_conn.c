@@ -84,6 +84,8 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
 	 * ACKs that would free them could not come in. */
 	t->sq_mbufs_max = t->port->pool != NULL ? t->port->pool->size * 3 / 4 : UINT32_MAX;
+	t->rx_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
+	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;
 	bit = rte_mbuf_dynflag_register(&record_flag);
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;
 	net->tcp_input = uiw_tcp_input;
@@ -199,6 +201,7 @@ void uiw_tcp_conn_free(struct uiw_tcp_conn *c)
 	uiw_tcp_timer_remove(c);
 	uiw_tcp_sndq_clear(c);
 	uiw_tcp_reass_clear(c);
+	uiw_tcp_ulp_held(c, 0, 0);   /* the layer above frees what it held with it */
 	if ((c->flags & TF_PASSIVE) && c->listener != NULL && c->listener->pending > 0)
 		c->listener->pending--;
 	c->state = UIW_TCP_CLOSED;

@@ -537,6 +537,15 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		ack_policy(c, true);
 		return true;
 	}
+	/* In order, but the layer above already holds its budget of an unfinished record
+	 * while the stack is short of mbufs: not acknowledged, sent again later. A segment
+	 * that lets queued ones go up is always taken. */
+	if (c->nooo == 0 && c->ulp_mbufs > 0 && !uiw_tcp_rx_fits(c, s->m->nb_segs)) {
+		tcp_count(c->tcp, UIW_TCP_C_drop_rx_budget);
+		c->st.drops++;
+		ack_policy(c, true);
+		return true;
+	}
 	m = payload_from(s, c->rcv_nxt);
 	uiw_mbuf_trim_to(m, seq + len - c->rcv_nxt);
 	had_ooo = c->nooo > 0;

@@ -84,7 +84,20 @@ struct tcp_sndq {
 struct tcp_ooo {
 	struct rte_mbuf *m;
 	uint32_t seq, len;
+	uint32_t nsegs;                    /* mbufs of m, counted in the receive budget */
 };
+
+/*
+ * The receive budget (what a peer can make us hold: out-of-order segments here, and what
+ * the layer above holds of an incomplete record, uiw_tcp_ulp_held()), counted in mbufs,
+ * the pool's unit. Up to TCP_RX_SHARE mbufs a connection always may hold; beyond that
+ * only while the stack-wide hold is under rx_mbufs_soft (a quarter of the pool); nothing
+ * grows past rx_mbufs_hard (half of it), so handshakes, ACKs and the other connections
+ * always find mbufs. What does not fit is dropped before it is acknowledged (the peer
+ * sends it again), with a counter (drop_rx_budget). 160 mbufs hold one largest FPDU even
+ * in 512-octet segments (MPA joins smaller ones).
+ */
+#define TCP_RX_SHARE 160
 
 struct uiw_tcp_conn {
 	struct uiw_tcp_conn *hnext;        /* hash chain / free list */
@@ -118,6 +131,8 @@ struct uiw_tcp_conn {
 	uint32_t unacked_segs;             /* full segments since our last ACK */
 	uint16_t nooo;
 	uint32_t ooo_bytes;
+	uint32_t ooo_mbufs;                /* mbufs queued out of order */
+	uint32_t ulp_bytes, ulp_mbufs;     /* held by the layer above (uiw_tcp_ulp_held) */
 	uint32_t last_ooo_seq;             /* for the first SACK block (RFC 2018 §4) */
 	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
 
@@ -172,6 +187,8 @@ struct uiw_tcp {
 	unsigned challenge_count;
 	unsigned challenge_limit;          /* this window's limit, drawn at random */
 	uint64_t record_flag;              /* mbuf dynflag marking a record start (0: none) */
+	unsigned rx_mbufs;                 /* receive holds of all connections */
+	unsigned rx_mbufs_soft, rx_mbufs_hard;
 	unsigned sq_mbufs;                 /* mbufs held by all send queues */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
 	/* Configuration. */
@@ -241,6 +258,17 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 /* The port's TX queue is full, or the pool empty: output resumes at the next pass. */
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c);
+
+/* Whether @p c may hold @p more receive mbufs (TCP_RX_SHARE). */
+static inline bool uiw_tcp_rx_fits(const struct uiw_tcp_conn *c, uint32_t more)
+{
+	const struct uiw_tcp *t = c->tcp;
+	uint32_t mine = c->ooo_mbufs + c->ulp_mbufs + more;
+
+	if (t->rx_mbufs + more > t->rx_mbufs_hard)
+		return false;
+	return mine <= TCP_RX_SHARE || t->rx_mbufs + more <= t->rx_mbufs_soft;
+}
 void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
 void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c);
 

@@ -238,11 +238,20 @@ static uint16_t adv_window(struct uiw_tcp_conn *c)
 	return (uint16_t)val;
 }
 
+/* The receive buffer less what is held: out of order here, and of an unfinished record
+ * by the layer above (it was acknowledged, but it still takes room). */
 uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c)
 {
-	uint32_t buf = c->tcp->rcv_buf;
+	uint32_t buf = c->tcp->rcv_buf, held = c->ooo_bytes + c->ulp_bytes;
 
-	return c->ooo_bytes >= buf ? 0 : buf - c->ooo_bytes;
+	return held >= buf ? 0 : buf - held;
+}
+
+void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
+{
+	c->tcp->rx_mbufs = c->tcp->rx_mbufs - c->ulp_mbufs + mbufs;
+	c->ulp_mbufs = mbufs;
+	c->ulp_bytes = bytes;
 }
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Out-of-order reassembly (RFC 9293 §3.10.7.4 seventh step), bounded by tcp_ooo_max
- * segments and by the receive window the segments had to fit in. */
+ * segments, by the receive window the segments had to fit in, and by the receive budget
+ * in mbufs (tcp_internal.h). */
 #include "tcp_internal.h"
 
 void uiw_tcp_reass_clear(struct uiw_tcp_conn *c)
@@ -9,11 +10,15 @@ void uiw_tcp_reass_clear(struct uiw_tcp_conn *c)
 		rte_pktmbuf_free(c->ooo[i].m);
 	c->nooo = 0;
 	c->ooo_bytes = 0;
+	c->tcp->rx_mbufs -= c->ooo_mbufs;
+	c->ooo_mbufs = 0;
 }
 
 static void remove_at(struct uiw_tcp_conn *c, unsigned i)
 {
 	c->ooo_bytes -= c->ooo[i].len;
+	c->ooo_mbufs -= c->ooo[i].nsegs;
+	c->tcp->rx_mbufs -= c->ooo[i].nsegs;
 	memmove(&c->ooo[i], &c->ooo[i + 1], (c->nooo - i - 1) * sizeof(c->ooo[0]));
 	c->nooo--;
 }
@@ -47,9 +52,10 @@ void uiw_tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t s
 		len = c->ooo[i].seq - seq;
 		uiw_mbuf_trim_to(m, len);
 	}
-	if (c->nooo >= c->tcp->ooo_max || len == 0) {
+	if (c->nooo >= c->tcp->ooo_max || len == 0 || !uiw_tcp_rx_fits(c, m->nb_segs)) {
 		if (len != 0) {
-			tcp_count(c->tcp, UIW_TCP_C_drop_ooo_full);
+			tcp_count(c->tcp, c->nooo >= c->tcp->ooo_max ? UIW_TCP_C_drop_ooo_full
+							     : UIW_TCP_C_drop_rx_budget);
 			c->st.drops++;
 		}
 		rte_pktmbuf_free(m);
@@ -59,8 +65,11 @@ void uiw_tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t s
 	c->ooo[i].m = m;
 	c->ooo[i].seq = seq;
 	c->ooo[i].len = len;
+	c->ooo[i].nsegs = m->nb_segs;
 	c->nooo++;
 	c->ooo_bytes += len;
+	c->ooo_mbufs += m->nb_segs;
+	c->tcp->rx_mbufs += m->nb_segs;
 	c->last_ooo_seq = seq;
 }
 

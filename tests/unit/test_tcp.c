@@ -557,6 +557,46 @@ START_TEST(ephemeral_ports_keyed_by_destination)
 }
 END_TEST
 
+/* Out-of-order one-octet segments (one mbuf each) from two connections: the first may hold
+ * at most a quarter of the pool, the second then only its own share; the stack-wide hold
+ * never passes half the pool, and all of it comes back when the connections go. */
+START_TEST(ooo_held_within_the_receive_budget)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	struct uiw_tcp_conn *a = ev.accepted, *b;
+	uint8_t one = 0x5a;
+
+	for (uint32_t k = 0; k < 1500; k++) {
+		inject(&(struct seg){ .seq = PEER_ISN + 2 + 2 * k, .ack = syn.seq + 1,
+				      .flags = UIW_TCP_ACK, .data = &one, .len = 1 });
+		fake_port_clear(&fx_port);
+	}
+	ck_assert_uint_le(a->ooo_mbufs, T->rx_mbufs_soft);
+	ck_assert_uint_gt(a->ooo_mbufs, TCP_RX_SHARE);
+	ck_assert_uint_gt(uiw_tcp_counters(T)[UIW_TCP_C_drop_rx_budget], 0);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(0, &o);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK });
+	b = ev.accepted;
+	ck_assert_ptr_ne(a, b);
+	fake_port_clear(&fx_port);
+	for (uint32_t k = 0; k < 300; k++) {
+		inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 2 + 2 * k,
+				      .ack = o.seq + 1, .flags = UIW_TCP_ACK, .data = &one, .len = 1 });
+		fake_port_clear(&fx_port);
+	}
+	ck_assert_uint_eq(b->ooo_mbufs, TCP_RX_SHARE);
+	ck_assert_uint_le(T->rx_mbufs, T->rx_mbufs_hard);
+	ck_assert_uint_eq(T->rx_mbufs, a->ooo_mbufs + b->ooo_mbufs);
+	/* The peer resets both: nothing is held any more. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+	ck_assert_uint_eq(T->rx_mbufs, 0);
+}
+END_TEST
+
 START_TEST(closed_port_answers_rst)
 {
 	struct out o;
@@ -896,6 +936,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_on_established_gets_challenge_ack);
 	tcase_add_test(tc, challenge_acks_limited_per_connection);
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
+	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
