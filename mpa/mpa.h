@@ -228,6 +228,12 @@ int uiw_mpa_unlend(struct uiw_mpa_conn *c);
 /** Whether a ULPDU of @p ulen octets fits in the send space now. */
 bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen);
 
+/** A mark just past every FPDU sent or held so far, for uiw_mpa_acked(). */
+uint32_t uiw_mpa_tx_mark(const struct uiw_mpa_conn *c);
+/** Whether the peer acknowledged every octet before @p mark (true once the connection is
+ *  gone: nothing of it waits any more). */
+bool uiw_mpa_acked(const struct uiw_mpa_conn *c, uint32_t mark);
+
 /**
  * Sends a Terminate (RFC 5040 §4.8) for an LLP error @p code (UIW_TERM_MPA_*), then closes.
  * The layers above build their own Terminates and send them with uiw_mpa_send().

@@ -394,6 +394,16 @@ static uint32_t held_octets(const struct uiw_mpa_conn *c)
 	return n;
 }
 
+uint32_t uiw_mpa_tx_mark(const struct uiw_mpa_conn *c)
+{
+	return c->tcp != NULL ? uiw_tcp_queued_end(c->tcp) + held_octets(c) : 0;
+}
+
+bool uiw_mpa_acked(const struct uiw_mpa_conn *c, uint32_t mark)
+{
+	return c->tcp == NULL || uiw_tcp_acked(c->tcp, mark);
+}
+
 bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen)
 {
 	uint32_t wire = uiw_mpa_fpdu_wire_len(c->tx_pos, ulen, c->info.markers_tx);

@@ -54,6 +54,11 @@ struct uiw_qp {
 	uint16_t ord;
 	struct irq_entry irq[UIW_MPA_IRD_ORD_MAX];
 	struct uiw_ring irq_ring;          /* capacity UIW_MPA_IRD_ORD_MAX; the IRD limits use */
+	/* Read Responses all queued but not yet acknowledged: each still counts against the
+	 * IRD (a requester within its ORD has acknowledged a response before it asks again,
+	 * so only a peer that never reads them can run into this). Their TCP marks. */
+	uint32_t irq_sent[UIW_MPA_IRD_ORD_MAX];
+	struct uiw_ring irq_sent_ring;
 	uint16_t ird;
 
 	/* Transmit: the message under way (messages go out whole, one after another). */

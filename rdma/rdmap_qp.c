@@ -128,6 +128,7 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 	uiw_ring_init(&qp->rq_ring, rq_cap);
 	uiw_ring_init(&qp->orq_ring, UIW_MPA_IRD_ORD_MAX);
 	uiw_ring_init(&qp->irq_ring, UIW_MPA_IRD_ORD_MAX);
+	uiw_ring_init(&qp->irq_sent_ring, UIW_MPA_IRD_ORD_MAX);
 	qp->srq = a->srq;
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
@@ -219,6 +220,7 @@ static void flush(struct uiw_qp *qp)
 	flush_queues(qp);
 	qp->orq_ring.head = qp->orq_ring.tail;
 	qp->irq_ring.head = qp->irq_ring.tail;
+	qp->irq_sent_ring.head = qp->irq_sent_ring.tail;
 	qp->tx_kind = TX_IDLE;
 }
 

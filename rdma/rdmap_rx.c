@@ -191,8 +191,16 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 				? "Read Request with an MO" : "Read Request with an unexpected MSN");
 	if (!s->last || s->len != sizeof(rr))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, "Read Request of the wrong size");
-	if (uiw_ring_count(&qp->irq_ring) >= qp->ird)
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, true, "Read Requests beyond the IRD");
+	/* Responses the peer has acknowledged no longer count (this segment's ACK has
+	 * been taken: TCP handles it before the data). */
+	while (!uiw_ring_empty(&qp->irq_sent_ring) && qp->ddp.conn != NULL &&
+	       uiw_mpa_acked(qp->ddp.conn, qp->irq_sent[uiw_ring_slot(&qp->irq_sent_ring,
+								 qp->irq_sent_ring.head)]))
+		uiw_ring_pop(&qp->irq_sent_ring);
+	if (uiw_ring_count(&qp->irq_ring) + uiw_ring_count(&qp->irq_sent_ring) >= qp->ird)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, true,
+			    uiw_ring_empty(&qp->irq_sent_ring) ? "Read Requests beyond the IRD"
+			    : "Read Requests beyond the IRD (counting responses not yet acknowledged)");
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rr, sizeof(rr));
 	uint32_t size = uiw_rdmap_rr_size(&rr);
 	uint64_t src_to = uiw_be64_get(rr.src_to);

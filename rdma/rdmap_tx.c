@@ -119,6 +119,8 @@ static void finish(struct uiw_qp *qp, enum tx_kind kind)
 		break;
 	case TX_IRQ:
 		uiw_ring_pop(&qp->irq_ring);
+		if (qp->ddp.conn != NULL)
+			qp->irq_sent[uiw_ring_push(&qp->irq_sent_ring)] = uiw_mpa_tx_mark(qp->ddp.conn);
 		qp->irq_burst++;
 		qp_count(qp, UIW_RDMAP_C_tx_read_resp);
 		break;

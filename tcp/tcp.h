@@ -180,6 +180,12 @@ uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c);
  *  less and the receive budget counts them. */
 void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs);
 
+/** The sequence number just past what is queued to send so far (a mark for
+ *  uiw_tcp_acked()). */
+uint32_t uiw_tcp_queued_end(const struct uiw_tcp_conn *c);
+/** Whether the peer acknowledged everything before sequence @p mark. */
+bool uiw_tcp_acked(const struct uiw_tcp_conn *c, uint32_t mark);
+
 /** The largest payload one segment carries (the effective send MSS). */
 uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c);
 

@@ -84,6 +84,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
 	 * ACKs that would free them could not come in. */
 	t->sq_mbufs_max = t->port->pool != NULL ? t->port->pool->size * 3 / 4 : UINT32_MAX;
+	t->sq_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
 	t->rx_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
 	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;
 	bit = rte_mbuf_dynflag_register(&record_flag);
@@ -359,11 +360,21 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 	return 0;
 }
 
+uint32_t uiw_tcp_queued_end(const struct uiw_tcp_conn *c)
+{
+	return c->snd_una + c->sq.bytes;   /* the queue runs from snd_una */
+}
+
+bool uiw_tcp_acked(const struct uiw_tcp_conn *c, uint32_t mark)
+{
+	return seq_ge(c->snd_una, mark);
+}
+
 uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c)
 {
 	uint32_t limit = c->tcp->snd_buf;
 
-	if (c->tcp->sq_mbufs >= c->tcp->sq_mbufs_max)
+	if (!uiw_tcp_tx_fits(c, 1))
 		return 0;
 	return c->sq.bytes >= limit ? 0 : limit - c->sq.bytes;
 }
@@ -384,8 +395,7 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 		rte_pktmbuf_free(m);
 		return -ENOTCONN;
 	}
-	if (m->pkt_len > uiw_tcp_send_space(c) ||
-	    c->tcp->sq_mbufs + m->nb_segs > c->tcp->sq_mbufs_max) {
+	if (m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
 		rte_pktmbuf_free(m);
 		return -ENOBUFS;
 	}
@@ -394,6 +404,7 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 		return 0;
 	}
 	c->tcp->sq_mbufs += m->nb_segs;
+	c->sq_mbufs += m->nb_segs;
 	/* The queue is a list of single segments; a record start is marked on its first. */
 	for (last = m; last->next != NULL; last = last->next)
 		last->nb_segs = 1;

@@ -99,6 +99,15 @@ struct tcp_ooo {
  */
 #define TCP_RX_SHARE 160
 
+/*
+ * The send side likewise: a connection may always queue TCP_TX_SHARE mbufs, more only
+ * while all send queues together hold under sq_mbufs_soft (a quarter of the pool), and
+ * none past sq_mbufs_max (three quarters). A peer that never opens its window (and makes
+ * us queue Read Responses or whatever the application sends it) so stalls itself, not the
+ * others.
+ */
+#define TCP_TX_SHARE 256
+
 struct uiw_tcp_conn {
 	struct uiw_tcp_conn *hnext;        /* hash chain / free list */
 	struct uiw_tcp_conn *pnext;        /* pending-output list */
@@ -124,6 +133,7 @@ struct uiw_tcp_conn {
 	uint32_t high_rxt;                 /* RFC 6675 HighRxt */
 	uint32_t rxt_snd_max;              /* snd_max when a hole was last retransmitted */
 	struct tcp_sndq sq;
+	uint32_t sq_mbufs;                 /* mbufs of sq (TCP_TX_SHARE) */
 
 	/* Receive sequence space. */
 	uint32_t irs, rcv_nxt, rcv_adv;
@@ -190,6 +200,7 @@ struct uiw_tcp {
 	unsigned rx_mbufs;                 /* receive holds of all connections */
 	unsigned rx_mbufs_soft, rx_mbufs_hard;
 	unsigned sq_mbufs;                 /* mbufs held by all send queues */
+	unsigned sq_mbufs_soft;            /* beyond it, only connections within their share */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
 	/* Configuration. */
 	uint32_t rcv_buf, snd_buf;
@@ -258,6 +269,16 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 /* The port's TX queue is full, or the pool empty: output resumes at the next pass. */
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c);
+
+/* Whether @p c may queue @p more mbufs to send (TCP_TX_SHARE). */
+static inline bool uiw_tcp_tx_fits(const struct uiw_tcp_conn *c, uint32_t more)
+{
+	const struct uiw_tcp *t = c->tcp;
+
+	if (t->sq_mbufs + more > t->sq_mbufs_max)
+		return false;
+	return c->sq_mbufs + more <= TCP_TX_SHARE || t->sq_mbufs + more <= t->sq_mbufs_soft;
+}
 
 /* Whether @p c may hold @p more receive mbufs (TCP_RX_SHARE). */
 static inline bool uiw_tcp_rx_fits(const struct uiw_tcp_conn *c, uint32_t more)

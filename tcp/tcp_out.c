@@ -36,6 +36,7 @@ void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c)
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
 		c->tcp->sq_mbufs--;
+		c->sq_mbufs--;
 		m = next;
 	}
 	memset(q, 0, sizeof(*q));
@@ -63,6 +64,7 @@ void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
 		c->tcp->sq_mbufs--;
+		c->sq_mbufs--;
 	}
 	q->head_off = acked;
 	if (q->head == NULL) {
@@ -97,6 +99,7 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 		struct rte_mbuf *last = copy;
 
 		c->tcp->sq_mbufs += copy->nb_segs - 1u;
+		c->sq_mbufs += copy->nb_segs - 1u;
 		for (struct rte_mbuf *s = copy; s != NULL; s = s->next) {
 			s->nb_segs = 1;
 			s->pkt_len = s->data_len;

@@ -597,6 +597,35 @@ START_TEST(ooo_held_within_the_receive_budget)
 }
 END_TEST
 
+/* Two connections whose peers keep their windows shut, each sent one-octet mbufs until TCP
+ * refuses: the first may queue up to a quarter of the pool, the second still its own share
+ * after that (before, one such connection could take the engine's whole send allowance). */
+START_TEST(send_queues_within_their_budget)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	struct uiw_tcp_conn *a = ev.accepted, *b;
+	unsigned na = 0, nb = 0;
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
+		na++;
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(fx_port.nsent - 1, &o);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK, .win0 = true });
+	b = ev.accepted;
+	ck_assert_ptr_ne(a, b);
+	ck_assert_uint_gt(uiw_tcp_send_space(b), 0);
+	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
+		nb++;
+	ck_assert_uint_eq(na, T->sq_mbufs_soft);
+	ck_assert_uint_eq(nb, TCP_TX_SHARE);
+	ck_assert_uint_eq(uiw_tcp_send_space(b), 0);
+	ck_assert_uint_le(T->sq_mbufs, T->sq_mbufs_max);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
 START_TEST(closed_port_answers_rst)
 {
 	struct out o;
@@ -937,6 +966,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, challenge_acks_limited_per_connection);
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
+	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);

@@ -448,6 +448,41 @@ START_TEST(read_source_deregistered_midway)
 }
 END_TEST
 
+/* IRD 2. Three Read Requests in one burst (as no requester within its ORD sends them): the
+ * two responses are queued but not yet acknowledged, so they still count against the IRD
+ * and the third is Terminated (RDMAP, remote operation, 0x07), however small the Reads.
+ * Asked one after another, each once the response before it arrived (and was thereby
+ * acknowledged), three Reads are served. */
+START_TEST(unacknowledged_responses_count_against_the_ird)
+{
+	uint8_t seg[3][64];
+	struct uiw_mpa_iov iov[3];
+	uint32_t two = 2, three = 3;
+
+	connect_raw(2);
+	for (uint32_t k = 0; k < 3; k++)
+		iov[k] = (struct uiw_mpa_iov){ seg[k], read_req(seg[k], k + 1, mr->stag, VA, _i ? 8 : 0) };
+	if (_i == 0) {
+		for (unsigned k = 0; k < 3; k++)
+			ck_assert_int_eq(uiw_mpa_send(raw, &iov[k], 1), 0);
+		ck_assert(pair_run_until(raw_got_term, NULL, 2000));
+		ck_assert_uint_eq(term_got[18], 0x02);
+		ck_assert_uint_eq(term_got[19], 0x07);
+		ck_assert_uint_eq(raw_ulpdus, 3);   /* two responses, then the Terminate */
+	} else {
+		ck_assert_int_eq(uiw_mpa_send(raw, &iov[0], 1), 0);
+		ck_assert_int_eq(uiw_mpa_send(raw, &iov[1], 1), 0);
+		ck_assert(pair_run_until(raw_got, &two, 2000));
+		ck_assert_int_eq(uiw_mpa_send(raw, &iov[2], 1), 0);
+		ck_assert(pair_run_until(raw_got, &three, 2000));
+		pair_run_for(20);
+		ck_assert_uint_eq(term_got_len, 0);
+		ck_assert_uint_eq(uiw_qp_counters(qp)[UIW_RDMAP_C_tx_read_resp], 3);
+		ck_assert_int_eq(uiw_qp_state(qp), UIW_QPS_RTS);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("terminate");
@@ -458,6 +493,7 @@ int main(void)
 	tcase_add_test(tc, opcode_change_inside_a_send_terminated);
 	tcase_add_test(tc, short_read_response_fails_the_read);
 	tcase_add_test(tc, read_source_deregistered_midway);
+	tcase_add_loop_test(tc, unacknowledged_responses_count_against_the_ird, 0, 2);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
