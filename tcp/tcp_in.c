@@ -263,12 +263,19 @@ static bool seq_acceptable(const struct uiw_tcp_conn *c, const struct tcp_seg *s
 	       seq_in(s->seq + len - 1, c->rcv_nxt, c->rcv_nxt + wnd);
 }
 
-/* PAWS (RFC 7323 §5.3). @return false when the segment is to be dropped. */
+/* PAWS (RFC 7323 §5.3). @return false when the segment is to be dropped. As Linux
+ * (TCP_PAWS_WINDOW), a TSval one tick below TS.Recent still passes: a Linux sender stamps
+ * each segment with its departure time, so a retransmission may carry a TSval a tick older
+ * than a paced segment sent before it; dropped as "old", it is retransmitted again and
+ * again while the sender's timer backs off (measured: a 256 MiB transfer at 5% loss took
+ * 20 s or more than 600 s from one run to the next). */
+#define PAWS_WINDOW 1
+
 static bool paws_ok(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 {
 	if (!(c->flags & TF_TS_OK) || !s->opt.has_ts || (s->flags & UIW_TCP_RST))
 		return true;
-	if (seq_lt(s->opt.tsval, c->ts_recent)) {
+	if ((int32_t)(c->ts_recent - s->opt.tsval) > PAWS_WINDOW) {
 		tcp_count(c->tcp, UIW_TCP_C_drop_paws);
 		return false;
 	}

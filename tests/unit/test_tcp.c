@@ -626,6 +626,26 @@ START_TEST(send_queues_within_their_budget)
 }
 END_TEST
 
+/* PAWS (RFC 7323 §5.3) with Linux's one-tick allowance: a TSval one below TS.Recent is
+ * taken (a Linux retransmission stamped with its departure time may be), two below is an
+ * old duplicate and dropped with a counter. */
+START_TEST(paws_allows_one_tick)
+{
+	struct out syn = establish_passive(syn_opts, sizeof(syn_opts));
+	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 100 }, d[10] = "abcdefghij";
+
+	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .opts = ts, .optlen = 12, .data = d, .len = 5 });
+	ck_assert_uint_eq(ev.ndata, 5);
+	ts[7] = 99;
+	inject(&(struct seg){ .seq = PEER_ISN + 6, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .opts = ts, .optlen = 12, .data = d + 5, .len = 5 });
+	ck_assert_uint_eq(ev.ndata, 5);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_drop_paws], 1);
+}
+END_TEST
+
 START_TEST(closed_port_answers_rst)
 {
 	struct out o;
@@ -967,6 +987,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
+	tcase_add_test(tc, paws_allows_one_tick);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
