@@ -142,33 +142,35 @@ static void finish(struct uiw_qp *qp, enum tx_kind kind)
  * sink with local write access. Otherwise the WR completes with a local protection error
  * and the QP is Terminated (RDMAP local catastrophic error, unspecified, as siw).
  */
+/* The work request at sq_tx cannot run: it completes with @p status and the QP is
+ * Terminated (RDMAP local catastrophic error, unspecified, as siw). @return false. */
+static bool sq_fail(struct uiw_qp *qp, struct uiw_sq_entry *e, enum uiw_wc_status status,
+		    enum uiw_rdmap_counter k, const char *why)
+{
+	e->done = true;
+	e->status = status;
+	qp_count(qp, k);
+	uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false, why);
+	return false;
+}
+
 static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
 	unsigned access = e->wr.op == UIW_WR_READ ? UIW_ACCESS_LOCAL_WRITE : 0;
 
-	if (e->wr.op == UIW_WR_READ && qp->ord == 0) {
-		/* The peer's IRD was 0 (RFC 6581 §7.1): no Read may be sent on this stream. As
-		 * siw, the Read fails at once and the QP goes to error, instead of waiting for
-		 * room that never comes. */
-		e->done = true;
-		e->status = UIW_WC_LOC_QP_OP_ERR;
-		qp_count(qp, UIW_RDMAP_C_tx_read_no_ord);
-		uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
-				      "a Read posted with an ORD of 0 (the peer's IRD)");
-		return false;
-	}
+	/* The peer's IRD was 0 (RFC 6581 §7.1): no Read may be sent on this stream. As siw,
+	 * the Read fails at once, instead of waiting for room that never comes. */
+	if (e->wr.op == UIW_WR_READ && qp->ord == 0)
+		return sq_fail(qp, e, UIW_WC_LOC_QP_OP_ERR, UIW_RDMAP_C_tx_read_no_ord,
+			       "a Read posted with an ORD of 0 (the peer's IRD)");
 	if (!e->wr.lkeys)
 		return true;
 	for (unsigned i = 0; i < e->wr.nsge; i++) {
 		const struct uiw_sge *g = &e->wr.sg[i];
-		if (!uiw_stag_local_ok(qp->stags, g->lkey, qp->pd, (uintptr_t)g->addr, g->len, access)) {
-			e->done = true;
-			e->status = UIW_WC_LOC_PROT_ERR;
-			qp_count(qp, UIW_RDMAP_C_tx_bad_lkey);
-			uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
-					  "a work request's SGE is outside its lkey's region");
-			return false;
-		}
+
+		if (!uiw_stag_local_ok(qp->stags, g->lkey, qp->pd, (uintptr_t)g->addr, g->len, access))
+			return sq_fail(qp, e, UIW_WC_LOC_PROT_ERR, UIW_RDMAP_C_tx_bad_lkey,
+				       "a work request's SGE is outside its lkey's region");
 	}
 	return true;
 }
