@@ -64,6 +64,8 @@ struct uiw_qp {
 	/* Transmit: the message under way (messages go out whole, one after another). */
 	enum tx_kind tx_kind;
 	bool destroying;                   /* lent memory coming back completes nothing */
+	bool in_lent_back;                 /* completing from inside TCP's free of acked mbufs */
+	bool cq_lost;                      /* a completion was lost there: Terminate next pump */
 	unsigned irq_burst;
 	uint8_t term_body[TERM_BODY_MAX];
 	uint32_t term_len;

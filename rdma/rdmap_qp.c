@@ -57,8 +57,11 @@ void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *w
 		if (cq->overflow++ == 0 && cq->overflowed != NULL)
 			cq->overflowed(cq->notify_arg, cq);
 		qp_count(qp, UIW_RDMAP_C_cq_overflow);
-		uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
-				      "completion queue overflow: a completion was lost");
+		if (qp->in_lent_back)
+			qp->cq_lost = true;   /* uiw_qp_pump() Terminates */
+		else
+			uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
+					      "completion queue overflow: a completion was lost");
 		return;
 	}
 	cq->wc[uiw_ring_push(&cq->ring)] = *wc;

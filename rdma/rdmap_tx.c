@@ -181,8 +181,13 @@ static void sq_lent_back(void *addr, void *opaque)
 	struct uiw_sq_entry *e = opaque;
 
 	(void)addr;
-	if (!e->qp->destroying)
-		uiw_qp_complete_sq(e->qp);
+	if (e->qp->destroying)
+		return;
+	/* Called as TCP frees acknowledged mbufs: a completion lost to a full CQ must not
+	 * tear the connection down from inside that loop; the pump does it next. */
+	e->qp->in_lent_back = true;
+	uiw_qp_complete_sq(e->qp);
+	e->qp->in_lent_back = false;
 }
 
 /* A Send's or Write's memory is lent to MPA while it goes out; the count starts at one,
@@ -200,6 +205,12 @@ static struct rte_mbuf_ext_shared_info *sq_lend(struct uiw_qp *qp, struct uiw_sq
 
 void uiw_qp_pump(struct uiw_qp *qp)
 {
+	if (qp->cq_lost) {
+		qp->cq_lost = false;
+		uiw_qp_send_terminate(qp, UIW_TERM_LAYER_RDMAP, 0, 0xff, NULL, NULL, false,
+				      "completion queue overflow: a completion was lost");
+		return;
+	}
 	while (qp->ddp.conn != NULL) {
 		if (qp->tx_kind == TX_IDLE) {
 			enum tx_kind k = pick(qp);
