@@ -673,8 +673,6 @@ static int t_accept(void *ctx, struct uiw_tcp_conn *tc)
 	c->state = MPA_S_WAIT_REQUEST;
 	c->listener = l;
 	l->pending++;
-	c->p.timeout_ms = l->p.timeout_ms;
-	c->p.request_timeout_ms = l->p.request_timeout_ms;
 	c->deadline = mpa_due(c, uiw_now_ns() + (uint64_t)l->p.request_timeout_ms * UIW_NS_PER_MS);
 	uiw_tcp_set_user(tc, &mpa_tcp_ops, c);
 	return 0;
