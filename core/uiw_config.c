@@ -34,6 +34,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->tcp_time_wait_ms = 60000;
 	cfg->tcp_sack = 1;
 	cfg->tcp_timestamps = 1;
+	cfg->tcp_syncookies = 1;
 	cfg->tcp_window_scaling = 1;
 	cfg->tcp_ooo_max = 1024;
 	cfg->mpa_rev = 2;
@@ -157,6 +158,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("tcp_time_wait_ms", tcp_time_wait_ms, 0, 600000),
 	UINT_KEY("tcp_sack", tcp_sack, 0, 1),
 	UINT_KEY("tcp_timestamps", tcp_timestamps, 0, 1),
+	UINT_KEY("tcp_syncookies", tcp_syncookies, 0, 1),
 	UINT_KEY("tcp_window_scaling", tcp_window_scaling, 0, 1),
 	UINT_KEY("tcp_ooo_max", tcp_ooo_max, 0, 65536),
 	UINT_KEY("mpa_rev", mpa_rev, 1, 2),

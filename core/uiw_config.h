@@ -65,6 +65,7 @@ struct uiw_config {
 	unsigned tcp_time_wait_ms;         /**< 2 MSL */
 	unsigned tcp_sack;                 /**< offer SACK-permitted */
 	unsigned tcp_timestamps;           /**< offer timestamps */
+	unsigned tcp_syncookies;           /**< answer SYNs with cookies when a listen queue is full */
 	unsigned tcp_window_scaling;       /**< offer window scaling */
 	unsigned tcp_ooo_max;              /**< out-of-order segments held per connection */
 

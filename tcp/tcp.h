@@ -41,6 +41,10 @@
 	X(drop_ack_unsent, "acknowledges data never sent (answered with ACK)")               \
 	X(drop_backlog, "SYN dropped: listen backlog full")                                  \
 	X(drop_table_full, "SYN dropped: connection table full")                             \
+	X(syn_evicted, "half-open connection evicted for a new SYN: its SYN-ACK was unanswered") \
+	X(syncookies_sent, "SYN answered with a cookie: the listen queue was full (RFC 4987 §3.6)") \
+	X(syncookies_ok, "connection opened from a valid SYN cookie")                       \
+	X(syncookies_bad, "ACK to a listener with a cookie that does not verify (answered with RST)") \
 	X(drop_ooo_full, "out-of-order segment dropped: reassembly queue full")              \
 	X(drop_rst_invalid, "RST outside the window, ignored (RFC 5961 §3)")                 \
 	X(drop_syn_ack_bad, "SYN-ACK acknowledging the wrong sequence (answered with RST)")  \

@@ -39,6 +39,7 @@ static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
 	t->offer_sack = cfg->tcp_sack != 0;
 	t->offer_ts = cfg->tcp_timestamps != 0;
 	t->offer_ws = cfg->tcp_window_scaling != 0;
+	t->syncookies = cfg->tcp_syncookies != 0;
 	/* RFC 7323 §2.2: the smallest shift that lets the window cover the buffer. */
 	t->rcv_wscale = 0;
 	while (t->offer_ws && t->rcv_wscale < UIW_TCP_MAX_WS && (t->rcv_buf >> t->rcv_wscale) > 0xffff)
@@ -79,6 +80,8 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 		t->isn_key[0] = uiw_now_ns() ^ (uintptr_t)t;
 	if (uiw_random_key(t->port_key) != 0)
 		t->port_key[0] = t->isn_key[1] ^ 0x9e3779b97f4a7c15ull;
+	if (uiw_random_key(t->cookie_key) != 0)
+		t->cookie_key[0] = t->isn_key[0] ^ t->port_key[1] ^ 0x6a09e667f3bcc908ull;
 	t->next_ephemeral = (uint32_t)t->isn_key[1];
 	t->epoch = uiw_now_ns();
 	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
@@ -203,8 +206,8 @@ void uiw_tcp_conn_free(struct uiw_tcp_conn *c)
 	uiw_tcp_sndq_clear(c);
 	uiw_tcp_reass_clear(c);
 	uiw_tcp_ulp_held(c, 0, 0);   /* the layer above frees what it held with it */
-	if ((c->flags & TF_PASSIVE) && c->listener != NULL && c->listener->pending > 0)
-		c->listener->pending--;
+	if (c->flags & TF_PASSIVE)
+		uiw_tcp_half_open_remove(c);
 	c->state = UIW_TCP_CLOSED;
 	c->hnext = t->free_list;
 	t->free_list = c;
@@ -251,6 +254,40 @@ uint32_t uiw_tcp_ts_now(const struct uiw_tcp *t)
 	return (uint32_t)((t->now - t->epoch) / UIW_NS_PER_MS) + (uint32_t)t->isn_key[0];
 }
 
+/* A listener's half-open connections, oldest first: the one to evict is at the head. */
+void uiw_tcp_half_open_add(struct uiw_tcp_listener *l, struct uiw_tcp_conn *c)
+{
+	c->listener = l;
+	c->snext = NULL;
+	c->sprev = l->syn_tail;
+	if (l->syn_tail != NULL)
+		l->syn_tail->snext = c;
+	else
+		l->syn_head = c;
+	l->syn_tail = c;
+	l->pending++;
+}
+
+void uiw_tcp_half_open_remove(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp_listener *l = c->listener;
+
+	c->flags &= (uint16_t)~TF_PASSIVE;
+	if (l == NULL)
+		return;
+	if (c->sprev != NULL)
+		c->sprev->snext = c->snext;
+	else if (l->syn_head == c)
+		l->syn_head = c->snext;
+	if (c->snext != NULL)
+		c->snext->sprev = c->sprev;
+	else if (l->syn_tail == c)
+		l->syn_tail = c->sprev;
+	c->sprev = c->snext = NULL;
+	if (l->pending > 0)
+		l->pending--;
+}
+
 struct uiw_tcp_listener *uiw_tcp_listener_find(struct uiw_tcp *t, uint16_t port)
 {
 	for (unsigned i = 0; i < TCP_MAX_LISTENERS; i++)
@@ -285,6 +322,7 @@ int uiw_tcp_listen(struct uiw_tcp *t, uint16_t port, unsigned backlog,
 	l->port = port;
 	l->backlog = backlog ? backlog : 1;
 	l->pending = 0;
+	l->syn_head = l->syn_tail = NULL;
 	l->ops = ops;
 	l->ctx = ctx;
 	return 0;
@@ -296,13 +334,11 @@ void uiw_tcp_unlisten(struct uiw_tcp *t, uint16_t port)
 
 	if (l == NULL)
 		return;
-	for (unsigned i = 0; i < t->max_conns; i++) {
-		struct uiw_tcp_conn *c = &t->conns[i];
+	while (l->syn_head != NULL) {
+		struct uiw_tcp_conn *c = l->syn_head;
 
-		if (c->state != UIW_TCP_CLOSED && c->listener == l && (c->flags & TF_PASSIVE)) {
-			uiw_tcp_send_rst(c);
-			uiw_tcp_conn_free(c);
-		}
+		uiw_tcp_send_rst(c);
+		uiw_tcp_conn_free(c);
 	}
 	memset(l, 0, sizeof(*l));
 }

@@ -104,15 +104,58 @@ static void negotiate(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 	uiw_tcp_cc_init(c);
 }
 
+/* A SYN answered statelessly: a scratch TCB says what the SYN-ACK carries, then goes. */
+static void syncookie_reply(struct uiw_tcp *t, struct uiw_tcp_listener *l, const struct tcp_seg *s)
+{
+	struct uiw_tcp_conn sc;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.tcp = t;
+	sc.laddr = s->daddr;
+	sc.lport = s->dport;
+	sc.raddr = s->saddr;
+	sc.rport = s->sport;
+	uiw_tcp_init_conn_params(&sc);
+	sc.irs = s->seq;
+	sc.rcv_nxt = s->seq + 1;
+	negotiate(&sc, s);
+	sc.iss = uiw_tcp_cookie_isn(t, s, uiw_tcp_cookie_mss_idx(sc.peer_mss));
+	sc.state = UIW_TCP_SYN_RECEIVED;
+	uiw_tcp_send_synack_ts(&sc, uiw_tcp_cookie_tsval(t, s));
+	l->last_cookie = t->now;
+	tcp_count(t, UIW_TCP_C_syncookies_sent);
+}
+
+/*
+ * A listener's queue is full. The oldest half-open connection goes if its SYN-ACK has
+ * already been sent again unanswered (a silent or spoofed peer); otherwise the SYN gets a
+ * cookie (or, with tcp_syncookies=0, nothing). @return true if the SYN may take a TCB.
+ */
+static bool backlog_full(struct uiw_tcp *t, struct uiw_tcp_listener *l, const struct tcp_seg *s)
+{
+	struct uiw_tcp_conn *old = l->syn_head;
+
+	if (old != NULL && old->backoff > 0) {
+		tcp_count(t, UIW_TCP_C_syn_evicted);
+		UIW_DEBUG("tcp %u: half-open connection from port %u evicted (%u SYN-ACKs unanswered)",
+			  l->port, old->rport, old->backoff + 1u);
+		uiw_tcp_conn_free(old);
+		return true;
+	}
+	if (t->syncookies)
+		syncookie_reply(t, l, s);
+	else
+		tcp_count(t, UIW_TCP_C_drop_backlog);
+	return false;
+}
+
 /* LISTEN (RFC 9293 §3.10.7.2): a SYN creates a TCB in SYN-RECEIVED. */
 static void passive_open(struct uiw_tcp *t, struct uiw_tcp_listener *l, struct tcp_seg *s)
 {
 	struct uiw_tcp_conn *c;
 
-	if (l->pending >= l->backlog) {
-		tcp_count(t, UIW_TCP_C_drop_backlog);
+	if (l->pending >= l->backlog && !backlog_full(t, l, s))
 		return;
-	}
 	c = uiw_tcp_conn_new(t, s->daddr, s->dport, s->saddr, s->sport);
 	if (c == NULL) {
 		tcp_count(t, UIW_TCP_C_drop_table_full);
@@ -120,8 +163,7 @@ static void passive_open(struct uiw_tcp *t, struct uiw_tcp_listener *l, struct t
 	}
 	uiw_tcp_init_conn_params(c);
 	c->flags |= TF_PASSIVE;
-	c->listener = l;
-	l->pending++;
+	uiw_tcp_half_open_add(l, c);
 	c->irs = s->seq;
 	c->rcv_nxt = s->seq + 1;
 	negotiate(c, s);
@@ -138,18 +180,68 @@ static void passive_open(struct uiw_tcp *t, struct uiw_tcp_listener *l, struct t
 	uiw_tcp_timer_arm(c);
 }
 
-static void no_conn(struct uiw_tcp *t, struct tcp_seg *s)
+/*
+ * An ACK to a listener that sent cookies lately: a valid cookie rebuilds the SYN-RECEIVED
+ * TCB the SYN would have made, and the ACK then completes it as usual. @return the TCB.
+ */
+static struct uiw_tcp_conn *syncookie_open(struct uiw_tcp *t, struct uiw_tcp_listener *l,
+					   const struct tcp_seg *s)
+{
+	struct tcp_seg syn;
+	struct uiw_tcp_conn *c;
+	int idx;
+
+	if (!t->syncookies || l->last_cookie == 0 || t->now - l->last_cookie > 2 * 64 * UIW_NS_PER_S)
+		return NULL;
+	idx = uiw_tcp_cookie_check(t, s);
+	if (idx < 0) {
+		tcp_count(t, UIW_TCP_C_syncookies_bad);
+		return NULL;
+	}
+	c = uiw_tcp_conn_new(t, s->daddr, s->dport, s->saddr, s->sport);
+	if (c == NULL) {
+		tcp_count(t, UIW_TCP_C_drop_table_full);
+		return NULL;
+	}
+	memset(&syn, 0, sizeof(syn));
+	syn.opt.has_mss = 1;
+	syn.opt.mss = uiw_tcp_cookie_mss((unsigned)idx);
+	uiw_tcp_cookie_opts(s, &syn.opt);
+	uiw_tcp_init_conn_params(c);
+	c->flags |= TF_PASSIVE;
+	uiw_tcp_half_open_add(l, c);
+	c->irs = s->seq - 1;
+	c->rcv_nxt = s->seq;
+	negotiate(c, &syn);
+	c->iss = s->ack - 1;
+	c->snd_una = c->iss;
+	c->snd_nxt = c->snd_max = s->ack;
+	c->rcv_adv = c->rcv_nxt + u32_min(uiw_tcp_rcv_window(c), 0xffffu);
+	c->last_ack_sent = c->rcv_nxt;
+	uiw_tcp_set_state(c, UIW_TCP_SYN_RECEIVED);
+	tcp_count(t, UIW_TCP_C_syncookies_ok);
+	return c;
+}
+
+/* No TCB: a SYN to a listener opens one, an ACK may carry a cookie; the rest is refused.
+ * @return a TCB opened from a SYN cookie, which then takes the segment, or NULL. */
+static struct uiw_tcp_conn *no_conn(struct uiw_tcp *t, struct tcp_seg *s)
 {
 	struct uiw_tcp_listener *l = uiw_tcp_listener_find(t, s->dport);
+	struct uiw_tcp_conn *c;
 
 	if (l != NULL && (s->flags & (UIW_TCP_SYN | UIW_TCP_ACK | UIW_TCP_RST)) == UIW_TCP_SYN) {
 		passive_open(t, l, s);
-		return;
+		return NULL;
 	}
+	if (l != NULL && (s->flags & (UIW_TCP_SYN | UIW_TCP_ACK | UIW_TCP_RST)) == UIW_TCP_ACK &&
+	    (c = syncookie_open(t, l, s)) != NULL)
+		return c;
 	tcp_count(t, UIW_TCP_C_drop_no_conn);
 	/* RFC 9293 §3.10.7.1: an incoming RST is discarded; anything else gets one. */
 	if (!(s->flags & UIW_TCP_RST))
 		uiw_tcp_send_rst_for(t, s);
+	return NULL;
 }
 
 /* Payload of the frame as its own mbuf, from sequence @p from (consumes s->m). */
@@ -355,8 +447,7 @@ static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
 			c->ops->connected(c->user, c);
 		return !(c->flags & TF_DOOMED);
 	}
-	c->flags &= (uint16_t)~TF_PASSIVE;
-	l->pending--;
+	uiw_tcp_half_open_remove(c);
 	tcp_count(t, UIW_TCP_C_conn_passive);
 	c->ops = l->ops;
 	c->user = l->ctx;
@@ -595,9 +686,9 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		return;
 	}
 	c = uiw_tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
-	if (c == NULL) {
-		no_conn(t, &s);
-	} else {
+	if (c == NULL)
+		c = no_conn(t, &s);
+	if (c != NULL) {
 		t->busy = c;
 		c->st.segs_in++;
 		seg_arrives[c->state](c, &s);

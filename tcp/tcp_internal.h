@@ -113,6 +113,7 @@ struct uiw_tcp_conn {
 	struct uiw_tcp_conn *pnext;        /* pending-output list */
 	struct uiw_tcp_conn *bnext;        /* blocked-output list */
 	struct uiw_tcp_conn *wprev, *wnext; /* timer wheel slot */
+	struct uiw_tcp_conn *sprev, *snext; /* the listener's half-open list, oldest first */
 	struct uiw_tcp *tcp;
 	uint32_t laddr, raddr;
 	uint16_t lport, rport;
@@ -168,7 +169,9 @@ struct uiw_tcp_conn {
 
 struct uiw_tcp_listener {
 	uint16_t port;                     /* 0 = free */
-	unsigned backlog, pending;
+	unsigned backlog, pending;         /* pending: half-open (SYN-RECEIVED) connections */
+	struct uiw_tcp_conn *syn_head, *syn_tail;
+	uint64_t last_cookie;              /* when a SYN last got a cookie (0: never) */
 	const struct uiw_tcp_ops *ops;
 	void *ctx;
 };
@@ -192,6 +195,7 @@ struct uiw_tcp {
 	uint64_t isn_key[2];               /* RFC 6528 secret */
 	uint64_t epoch;                    /* for the TS clock */
 	uint64_t port_key[2];              /* RFC 6056 §3.3.3 secret */
+	uint64_t cookie_key[2];            /* SYN cookie secret (tcp_syncookie.c) */
 	uint32_t next_ephemeral;           /* RFC 6056 §3.3.3 counter */
 	uint64_t challenge_window;         /* RFC 5961 §7 rate limit, 1 s windows */
 	unsigned challenge_count;
@@ -207,7 +211,7 @@ struct uiw_tcp {
 	uint64_t delack_ns, time_wait_ns;
 	uint32_t min_rto_us, init_rto_us, max_rto_us;
 	unsigned syn_retries, retries, ooo_max;
-	bool offer_sack, offer_ts, offer_ws;
+	bool offer_sack, offer_ts, offer_ws, syncookies;
 	uint8_t rcv_wscale;
 	uint64_t counters[UIW_TCP_C__COUNT];
 };
@@ -240,6 +244,15 @@ void uiw_tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s);
 uint32_t uiw_tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		 uint16_t rport, uint64_t now);
 uint32_t uiw_tcp_ts_now(const struct uiw_tcp *t);
+void uiw_tcp_send_synack_ts(struct uiw_tcp_conn *c, uint32_t tsval);
+uint32_t uiw_tcp_cookie_isn(struct uiw_tcp *t, const struct tcp_seg *syn, unsigned mss_idx);
+unsigned uiw_tcp_cookie_mss_idx(uint16_t peer_mss);
+uint16_t uiw_tcp_cookie_mss(unsigned mss_idx);
+uint32_t uiw_tcp_cookie_tsval(struct uiw_tcp *t, const struct tcp_seg *syn);
+int uiw_tcp_cookie_check(struct uiw_tcp *t, const struct tcp_seg *ack);
+void uiw_tcp_cookie_opts(const struct tcp_seg *ack, struct tcp_opts *syn_opts);
+void uiw_tcp_half_open_add(struct uiw_tcp_listener *l, struct uiw_tcp_conn *c);
+void uiw_tcp_half_open_remove(struct uiw_tcp_conn *c);
 struct uiw_tcp_listener *uiw_tcp_listener_find(struct uiw_tcp *t, uint16_t port);
 void uiw_tcp_init_conn_params(struct uiw_tcp_conn *c);
 

@@ -290,7 +290,8 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
  * into a small memif ring did exactly that). The connection tries again on the next pass.
  * Control segments (SYN, FIN, ACK, RST) are not held.
  */
-int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
+static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
+			   uint32_t tsval)
 {
 	struct uiw_tcp *t = c->tcp;
 	struct rte_mbuf *m;
@@ -318,8 +319,8 @@ int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uin
 	if (c->state != UIW_TCP_SYN_SENT)
 		flags |= UIW_TCP_ACK;
 	optlen = (flags & UIW_TCP_SYN)
-		 ? uiw_tcp_opts_build_syn(c, flags & UIW_TCP_ACK, uiw_tcp_ts_now(t), opts)
-		 : uiw_tcp_opts_build(c, uiw_tcp_ts_now(t), opts);
+		 ? uiw_tcp_opts_build_syn(c, flags & UIW_TCP_ACK, tsval, opts)
+		 : uiw_tcp_opts_build(c, tsval, opts);
 	hlen = UIW_TCP_HDR_LEN + optlen;
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	memcpy(th + 1, opts, optlen);
@@ -348,6 +349,17 @@ int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uin
 	if (rc == -EHOSTUNREACH)
 		return rc;
 	return (int)n;
+}
+
+int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
+{
+	return send_segment_ts(c, seq, len, flags, uiw_tcp_ts_now(c->tcp));
+}
+
+/* A SYN-ACK whose TSval is given (a SYN cookie's, tcp_syncookie.c). */
+void uiw_tcp_send_synack_ts(struct uiw_tcp_conn *c, uint32_t tsval)
+{
+	send_segment_ts(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK, tsval);
 }
 
 void uiw_tcp_send_ack(struct uiw_tcp_conn *c)

@@ -912,11 +912,144 @@ END_TEST
 
 START_TEST(backlog_bounds_half_open_connections)
 {
+	T->syncookies = false;
 	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 2, &ops, NULL), 0);
 	for (uint16_t p = 1; p <= 5; p++)
 		inject(&(struct seg){ .sport = (uint16_t)(PEER_PORT + p), .seq = 9, .flags = UIW_TCP_SYN });
 	ck_assert_uint_eq(uiw_tcp_conn_count(T), 2);
+	ck_assert_uint_eq(fx_port.nsent, 2);
 	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_drop_backlog], 3);
+}
+END_TEST
+
+/* A SYN cookie SYN-ACK for @p sport: the listener (backlog 1) already holds a half-open
+ * connection. @return the SYN-ACK. */
+static struct out cookie_synack(uint16_t sport, const uint8_t *opts, unsigned optlen)
+{
+	struct out o;
+
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 1, &ops, NULL), 0);
+	inject(&(struct seg){ .sport = PEER_PORT, .seq = 9, .flags = UIW_TCP_SYN });
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .sport = sport, .seq = PEER_ISN, .flags = UIW_TCP_SYN, .opts = opts,
+			      .optlen = optlen });
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 1);   /* no state kept for it */
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syncookies_sent], 1);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	fake_port_clear(&fx_port);
+	return o;
+}
+
+/* RFC 4987 §3.6: with the queue full, the ACK of a cookie SYN-ACK opens the connection with
+ * the MSS, window scale, SACK and timestamps its SYN asked for, and data on it is taken. */
+START_TEST(syncookie_opens_connection_with_its_options)
+{
+	struct out o = cookie_synack(PEER_PORT + 1, syn_opts, sizeof(syn_opts));
+	uint8_t ts_ack[12] = { 1, 1, 8, 10, 0, 0, 0, 101 };
+	struct uiw_tcp_conn *c;
+	const uint8_t *ts = opt(&o, 8);
+
+	ck_assert_ptr_nonnull(ts);
+	ck_assert_ptr_nonnull(opt(&o, 4));                 /* SACK-permitted answered */
+	ck_assert_ptr_nonnull(opt(&o, 3));                 /* so is the window scale */
+	ck_assert_uint_eq(get32(ts + 2) & 0x1f, 0x10 | 7); /* SACK, shift 7 ride in TSval */
+	memcpy(ts_ack + 8, ts + 2, 4);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK | UIW_TCP_PSH, .win = 100, .opts = ts_ack,
+			      .optlen = 12, .data = "cookie", .len = 6 });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syncookies_ok], 1);
+	c = uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 1);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_eq(ev.accepted, c);
+	ck_assert_int_eq(uiw_tcp_state(c), UIW_TCP_ESTABLISHED);
+	ck_assert_uint_eq(c->snd_wscale, 7);
+	ck_assert_uint_eq(c->snd_wnd, 100u << 7);
+	ck_assert(c->flags & TF_SACK_OK);
+	ck_assert(c->flags & TF_TS_OK);
+	ck_assert_uint_eq(c->mss, 1460 - 12);
+	ck_assert_uint_eq(ev.ndata, 6);
+	ck_assert_mem_eq(ev.data, "cookie", 6);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 2);
+}
+END_TEST
+
+/* Without timestamps a cookie cannot carry SACK or window scale: the connection has none,
+ * and its MSS is the table's entry at or below the peer's. */
+START_TEST(syncookie_without_timestamps_has_no_scale_or_sack)
+{
+	static const uint8_t opts[] = { 2, 4, 0x05, 0x00, 1, 1, 4, 2, 1, 3, 3, 7 }; /* MSS 1280 */
+	struct out o = cookie_synack(PEER_PORT + 1, opts, sizeof(opts));
+	struct uiw_tcp_conn *c;
+
+	ck_assert_ptr_null(opt(&o, 8));
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK });
+	c = uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 1);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(uiw_tcp_state(c), UIW_TCP_ESTABLISHED);
+	ck_assert_uint_eq(c->snd_wscale, 0);
+	ck_assert(!(c->flags & (TF_SACK_OK | TF_TS_OK | TF_WS_OK)));
+	ck_assert_uint_eq(c->mss, 1220);
+}
+END_TEST
+
+/* A cookie verifies only for its own addresses, ports and ISN, and only for two periods:
+ * anything else is answered with a RST and counted. */
+START_TEST(syncookie_forged_or_stale_refused)
+{
+	struct out o = cookie_synack(PEER_PORT + 1, NULL, 0), r;
+	const uint64_t *tc = uiw_tcp_counters(T);
+	const struct seg bad[] = {
+		{ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = (o.seq ^ 0x10) + 1, .flags = UIW_TCP_ACK },
+		{ .sport = PEER_PORT + 2, .seq = PEER_ISN + 1, .ack = o.seq + 1, .flags = UIW_TCP_ACK },
+		{ .sport = PEER_PORT + 1, .seq = PEER_ISN + 2, .ack = o.seq + 1, .flags = UIW_TCP_ACK },
+	};
+
+	for (unsigned i = 0; i < 3; i++) {
+		inject(&bad[i]);
+		ck_assert_uint_eq(tc[UIW_TCP_C_syncookies_bad], i + 1);
+		ck_assert_uint_eq(fx_port.nsent, 1);
+		sent(0, &r);
+		ck_assert_uint_eq(r.flags, UIW_TCP_RST);
+		fake_port_clear(&fx_port);
+	}
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 1);
+	/* Two periods of 64 s later the right cookie is stale too. */
+	now_ns += 129ull * 1000 * MS;
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK });
+	ck_assert_uint_eq(tc[UIW_TCP_C_syncookies_ok], 0);
+	ck_assert_ptr_null(uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 1));
+}
+END_TEST
+
+/* A half-open connection whose SYN-ACK went out again unanswered gives its place to a new
+ * SYN when the queue is full (the oldest first); fresh ones are kept and cookies used. */
+START_TEST(half_open_evicted_once_its_synack_is_unanswered)
+{
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 2, &ops, NULL), 0);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = 9, .flags = UIW_TCP_SYN });
+	inject(&(struct seg){ .sport = PEER_PORT + 2, .seq = 9, .flags = UIW_TCP_SYN });
+	advance(1100 * MS);   /* the initial RTO: both SYN-ACKs sent again */
+	ck_assert_uint_ge(fx_port.nsent, 4);
+	inject(&(struct seg){ .sport = PEER_PORT + 3, .seq = 9, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syn_evicted], 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syncookies_sent], 0);
+	ck_assert_ptr_null(uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 1));
+	ck_assert_ptr_nonnull(uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 2));
+	ck_assert_ptr_nonnull(uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 3));
+	/* The newest is fresh and PEER_PORT + 2 is next: one more SYN evicts it, and with
+	 * both remaining fresh the one after gets a cookie. */
+	inject(&(struct seg){ .sport = PEER_PORT + 4, .seq = 9, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syn_evicted], 2);
+	ck_assert_ptr_null(uiw_tcp_lookup(T, IP_US, OUR_PORT, IP_PEER, PEER_PORT + 2));
+	inject(&(struct seg){ .sport = PEER_PORT + 5, .seq = 9, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syn_evicted], 2);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_syncookies_sent], 1);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 2);
 }
 END_TEST
 
@@ -988,6 +1121,10 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, paws_allows_one_tick);
+	tcase_add_test(tc, syncookie_opens_connection_with_its_options);
+	tcase_add_test(tc, syncookie_without_timestamps_has_no_scale_or_sack);
+	tcase_add_test(tc, syncookie_forged_or_stale_refused);
+	tcase_add_test(tc, half_open_evicted_once_its_synack_is_unanswered);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
