@@ -215,4 +215,13 @@ const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);
 /** Connections in use (any state but free). */
 unsigned uiw_tcp_conn_count(const struct uiw_tcp *t);
 
+/** What the engine holds now: each is back to its idle level once every peer has gone. */
+struct uiw_tcp_gauges {
+	unsigned conns;          /**< TCBs in use */
+	unsigned half_open;      /**< of which SYN-RECEIVED, counted by their listeners */
+	unsigned rx_mbufs;       /**< mbufs held by reassembly queues and the layer above */
+	unsigned sq_mbufs;       /**< mbufs held by send queues */
+};
+void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g);
+
 #endif

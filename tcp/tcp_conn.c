@@ -522,6 +522,16 @@ unsigned uiw_tcp_conn_count(const struct uiw_tcp *t)
 	return t->nconns;
 }
 
+void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g)
+{
+	g->conns = t->nconns;
+	g->half_open = 0;
+	for (unsigned i = 0; i < TCP_MAX_LISTENERS; i++)
+		g->half_open += t->listeners[i].port != 0 ? t->listeners[i].pending : 0;
+	g->rx_mbufs = t->rx_mbufs;
+	g->sq_mbufs = t->sq_mbufs;
+}
+
 void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out)
 {
 	const struct uiw_tcp *t = c->tcp;

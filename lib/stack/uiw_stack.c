@@ -106,6 +106,24 @@ void uiw_stack_close(struct uiw_stack *s)
 	uiw_port_close(&s->port);
 }
 
+void uiw_stack_print_gauges(FILE *f, const struct uiw_stack *s)
+{
+	struct rte_mempool *mp = s->port.pool;
+
+	if (mp != NULL)
+		fprintf(f, "mbufs.in_use %u\nmbufs.total %u\n", rte_mempool_in_use_count(mp), mp->size);
+	if (s->tcp != NULL) {
+		struct uiw_tcp_gauges g;
+
+		uiw_tcp_gauges(s->tcp, &g);
+		fprintf(f, "tcp.conns %u\ntcp.half_open %u\ntcp.rx_mbufs %u\ntcp.sq_mbufs %u\n",
+			g.conns, g.half_open, g.rx_mbufs, g.sq_mbufs);
+	}
+	if (s->mpa != NULL)
+		fprintf(f, "mpa.conns %u\n", uiw_mpa_conn_count(s->mpa));
+	fprintf(f, "arp.entries %u\n", s->net.arp_used);
+}
+
 void uiw_stack_print_counters(FILE *f, struct uiw_stack *s)
 {
 	uiw_port_read_pmd_counters(&s->port);

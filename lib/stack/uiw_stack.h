@@ -83,4 +83,11 @@ void uiw_stack_close(struct uiw_stack *s);
 /** Prints the non-zero counters of every layer built (and the faults injected) to @p f. */
 void uiw_stack_print_counters(FILE *f, struct uiw_stack *s);
 
+/**
+ * Prints what the instance holds now, one "name value" line each: mbufs of the pool in use
+ * and in total, connections (TCP, of them half-open, MPA), mbufs held by TCP's receive and
+ * send sides, ARP entries. Idle, each is back to its level before the first peer came.
+ */
+void uiw_stack_print_gauges(FILE *f, const struct uiw_stack *s);
+
 #endif

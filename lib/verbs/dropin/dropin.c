@@ -87,9 +87,45 @@ static struct {
 	unsigned long naps;          /* naps while the program polled */
 	unsigned long yields;        /* passes after which the thread gave its core back */
 	unsigned long idle_naps;     /* naps after a quiet spell, the program blocked */
+	const char *status_path;     /* $UIWARP_STATUS: rewritten every STATUS_NS */
+	uint64_t status_at;          /* when it was last written */
 } inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1 };
 
 static void drain_at_exit(void);
+
+/*
+ * $UIWARP_STATUS=FILE: the progress thread rewrites FILE (a new file renamed over it) every
+ * STATUS_NS with what the instance holds now (uiw_stack_print_gauges) and its non-zero
+ * counters, so a running program's state can be read without stopping it.
+ */
+#define STATUS_NS (250 * 1000 * 1000ull)
+
+static void status_write(uint64_t now)
+{
+	char tmp[4096];
+	FILE *f;
+
+	inst.status_at = now;
+	if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", inst.status_path, (int)getpid()) >= (int)sizeof(tmp))
+		return;
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return;
+	fprintf(f, "pid %d\n", (int)getpid());
+	uiw_stack_print_gauges(f, &inst.stack);
+	uiw_stack_print_counters(f, &inst.stack);
+	uiw_counters_print(f, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
+			   UIW_RDMAP_C__COUNT, true);
+	if (fclose(f) != 0 || rename(tmp, inst.status_path) != 0)
+		unlink(tmp);
+}
+
+/* With the lock held: the status file, when it is due. */
+static void status_due(uint64_t now)
+{
+	if (inst.status_path != NULL && now - inst.status_at >= STATUS_NS)
+		status_write(now);
+}
 static void *progress_main(void *arg);
 
 static void bring_up(void)
@@ -133,6 +169,9 @@ static void bring_up(void)
 		return;
 	}
 	atexit(drain_at_exit);
+	inst.status_path = getenv("UIWARP_STATUS");
+	if (inst.status_path != NULL && inst.status_path[0] == '\0')
+		inst.status_path = NULL;
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
 	inst.nap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -304,6 +343,13 @@ static void *progress_main(void *arg)
 		}
 		/* Read without the lock: a stale value costs one more nap or one more pass. */
 		if (program_polls()) {
+			uint64_t t = uiw_now_ns();
+
+			if (inst.status_path != NULL && t - inst.status_at >= STATUS_NS &&
+			    pthread_mutex_trylock(&uiw_big_lock) == 0) {
+				status_write(t);
+				pthread_mutex_unlock(&uiw_big_lock);
+			}
 			inst.naps++;
 			nap_backoff(&nap_us);
 			last_pass = 0;   /* the next pass follows a nap, not a wait for a core */
@@ -332,6 +378,7 @@ static void *progress_main(void *arg)
 			work = uiw_verbs_progress_locked();
 			inst.passes++;
 		}
+		status_due(now);
 		pthread_mutex_unlock(&uiw_big_lock);
 		if (work > 0 || quiet_since == 0) {
 			quiet_since = work > 0 ? 0 : now;
