@@ -55,6 +55,8 @@
 	X(fpdu_tx, "FPDUs sent")                                                             \
 	X(fpdu_rx, "FPDUs received")                                                         \
 	X(fpdu_held, "FPDUs held until the initiator's first FPDU (responder)")              \
+	X(held_retry, "held FPDUs TCP had no room for when released: kept in order, tried again") \
+	X(held_lost, "held FPDUs that could not be sent before the connection closed")      \
 	X(crc_err, "FPDUs with a CRC mismatch (Terminate LLP 0x02)")                         \
 	X(marker_err, "Markers not pointing to their FPDU (Terminate LLP 0x03)")             \
 	X(term_tx, "Terminates sent for MPA errors")                                         \

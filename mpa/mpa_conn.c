@@ -165,16 +165,24 @@ void uiw_mpa_abort(struct uiw_mpa_conn *c, const char *why)
 	finish(c, -ECONNABORTED);
 }
 
-static void release_held(struct uiw_mpa_conn *c);
+static bool release_held(struct uiw_mpa_conn *c);
 
 void uiw_mpa_close(struct uiw_mpa_conn *c)
 {
 	if (c->state == MPA_S_CLOSING || c->state == MPA_S_DEAD)
 		return;
 	/* What the initiator holds for its delay goes before the FIN; what a responder holds
-	 * may never go (no FPDU came from the initiator). */
-	if (c->release_at != 0 && c->state == MPA_S_FULL)
-		release_held(c);
+	 * may never go (no FPDU came from the initiator). What TCP has no room for now is
+	 * lost with the connection, and said so. */
+	if (c->release_at != 0 && c->state == MPA_S_FULL && !release_held(c)) {
+		UIW_WARN("mpa %p: closing with %u FPDUs TCP had no room for", (void *)c, c->nheld);
+		for (unsigned i = 0; i < c->nheld; i++) {
+			rte_pktmbuf_free(c->held[i]);
+			mpa_count(c->m, UIW_MPA_C_held_lost);
+		}
+		c->nheld = 0;
+		c->release_at = 0;
+	}
 	c->state = MPA_S_CLOSING;
 	c->deadline = 0;
 	uiw_tcp_close(c->tcp);
@@ -500,14 +508,29 @@ void uiw_mpa_deliver_established(struct uiw_mpa_conn *c)
 	c->info.pd_len = 0;
 }
 
-/* The responder's first FPDU from the initiator, or the initiator's delay is over: what
- * was held may go now. */
-static void release_held(struct uiw_mpa_conn *c)
+/*
+ * The responder's first FPDU from the initiator, or the initiator's delay is over: what
+ * was held may go now. TCP may refuse some (the stack's send queues at their cap): those
+ * stay held, in order, new FPDUs queue behind them (release_at is set), and they are tried
+ * again MPA_RELEASE_RETRY_NS later; none is dropped. @return true if none is left.
+ */
+static bool release_held(struct uiw_mpa_conn *c)
 {
-	for (unsigned i = 0; i < c->nheld; i++)
-		uiw_tcp_send(c->tcp, c->held[i], UIW_TCP_SEND_RECORD);
+	unsigned i = 0;
+
+	while (i < c->nheld && uiw_tcp_send(c->tcp, c->held[i],
+					    UIW_TCP_SEND_RECORD | UIW_TCP_SEND_KEEP) == 0)
+		i++;
+	if (i < c->nheld) {
+		memmove(c->held, c->held + i, (c->nheld - i) * sizeof(c->held[0]));
+		c->nheld -= i;
+		c->release_at = mpa_due(c, uiw_now_ns() + MPA_RELEASE_RETRY_NS);
+		mpa_count(c->m, UIW_MPA_C_held_retry);
+		return false;
+	}
 	c->nheld = 0;
 	c->release_at = 0;
+	return true;
 }
 
 static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)

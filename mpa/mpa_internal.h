@@ -9,6 +9,8 @@
 
 #define MPA_LISTEN_MAX 64
 #define MPA_HELD_MAX 32
+/* Held FPDUs TCP refused at their release are tried again this much later. */
+#define MPA_RELEASE_RETRY_NS (1000 * 1000ull)
 #define MPA_REASON_LEN 128
 
 enum mpa_state {

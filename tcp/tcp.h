@@ -161,9 +161,12 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 /** Flag for uiw_tcp_send(): this data starts a record, so no segment carries bytes from
  *  before it together with bytes of it (MPA sends one FPDU per segment). */
 #define UIW_TCP_SEND_RECORD 0x1
+/** Flag for uiw_tcp_send(): data it refuses stays the caller's (it is not freed). */
+#define UIW_TCP_SEND_KEEP 0x2
 
 /**
- * Queues @p m (consumed) for sending. Data goes out from the next poll pass.
+ * Queues @p m (consumed, unless refused with UIW_TCP_SEND_KEEP) for sending. Data goes out
+ * from the next poll pass.
  * @return 0, -ENOBUFS when the send buffer lacks room (uiw_tcp_send_space()),
  *         -ENOTCONN when the connection cannot send.
  */

@@ -428,11 +428,13 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 	if ((c->state != UIW_TCP_ESTABLISHED && c->state != UIW_TCP_CLOSE_WAIT &&
 	     c->state != UIW_TCP_SYN_SENT && c->state != UIW_TCP_SYN_RECEIVED) ||
 	    (c->flags & TF_FIN_QUEUED)) {
-		rte_pktmbuf_free(m);
+		if (!(flags & UIW_TCP_SEND_KEEP))
+			rte_pktmbuf_free(m);
 		return -ENOTCONN;
 	}
 	if (m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
-		rte_pktmbuf_free(m);
+		if (!(flags & UIW_TCP_SEND_KEEP))
+			rte_pktmbuf_free(m);
 		return -ENOBUFS;
 	}
 	if (m->pkt_len == 0) {

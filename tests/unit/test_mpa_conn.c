@@ -10,6 +10,7 @@
 
 #include "check_common.h"
 #include "pair_fixture.h"
+#include "tcp_internal.h"
 #include "uiw_time.h"
 
 #define PORT 7174
@@ -472,6 +473,48 @@ START_TEST(responder_holds_sends_until_first_fpdu)
 }
 END_TEST
 
+/* Held FPDUs that TCP refuses at their release (the stack's send queues at their cap) stay
+ * held, in order, with later ones behind them, and go once there is room: none is lost. */
+START_TEST(held_fpdus_wait_for_room_in_order)
+{
+	uint8_t req[64], fpdu[64];
+	struct uiw_mpa_params lp;
+	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
+	uint32_t sizes[] = { 5, 6 }, later[] = { 7 }, reply_len = 24, n, want;
+	struct uiw_tcp *tb = pair_b.st.tcp;
+	unsigned saved;
+
+	params(&lp);
+	rsp.accept_p = lp;
+	raw_connect_to_listener(&lp);
+	raw_send(req, siw_request(req, 0));
+	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	send_sizes(&rsp, sizes, 2);
+	ck_assert(pair_run_until(raw_has, &reply_len, 2000));
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_fpdu_held), 2);
+	/* Every send queue of the stack full: the release finds no room. */
+	saved = tb->sq_mbufs;
+	tb->sq_mbufs = tb->sq_mbufs_max;
+	n = uiw_mpa_fpdu_encode(&out, 1, 0, false, false, &in, 1);
+	raw_send(fpdu, n);
+	pair_run_for(20);
+	ck_assert_uint_eq(rsp.rx_n, 1);                    /* the initiator's FPDU arrived */
+	ck_assert_uint_ge(ctr(&pair_b, UIW_MPA_C_held_retry), 1);
+	ck_assert_uint_eq(raw.rx_len, 24);                 /* nothing left: no room */
+	tb->sq_mbufs = saved;
+	send_sizes(&rsp, later, 1);                        /* queued behind the held two */
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_fpdu_held), 3);
+	want = 24 + 12 + 12 + 16;   /* FPDUs of 5, 6 and 7 octets, CRC fields included */
+	ck_assert(pair_run_until(raw_has, &want, 2000));
+	ck_assert_uint_eq(raw.rx_len, want);
+	ck_assert_uint_eq(raw.rx[24 + 1], 5);
+	ck_assert_uint_eq(raw.rx[24 + 12 + 1], 6);
+	ck_assert_uint_eq(raw.rx[24 + 24 + 1], 7);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_held_lost), 0);
+}
+END_TEST
+
 START_TEST(initiator_takes_fpdu_behind_reply)
 {
 	static const uint8_t v2[] = { 0x00, 0x01, 0x00, 0x01 };
@@ -878,6 +921,7 @@ int main(void)
 
 	tcase_add_loop_test(tc, negotiation_matrix, 0, 2 * 2 * 2 * 4 * 6);
 	tcase_add_test(tc, responder_holds_sends_until_first_fpdu);
+	tcase_add_test(tc, held_fpdus_wait_for_room_in_order);
 	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
 	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);
 	tcase_add_loop_test(tc, bad_requests_answered, 0, 5);
