@@ -6,7 +6,6 @@
 
 #include "uiw_crc32c.h"
 
-#define SCRATCH_LEN (UINT16_MAX + 1u)
 
 void uiw_mpa_deframer_init(struct uiw_mpa_deframer *d, bool markers, bool crc)
 {
@@ -198,7 +197,10 @@ static bool build_view(struct uiw_mpa_deframer *d, uint32_t ulen, struct uiw_mpa
 	u->npieces = v.n;
 	if (!v.overflow)
 		return true;
-	if (d->scratch == NULL && (d->scratch = malloc(SCRATCH_LEN)) == NULL)
+	/* Sized to the ULPDU and freed once it has been handed on: an idle connection holds
+	 * none (one_fpdu()). */
+	free(d->scratch);
+	if ((d->scratch = malloc(ulen > 0 ? ulen : 1)) == NULL)
 		return false;
 	struct copy_ctx c = { d->scratch };
 
@@ -242,7 +244,9 @@ static enum uiw_mpa_rx one_fpdu(struct uiw_mpa_deframer *d, uiw_mpa_ulpdu_fn fn,
 		return UIW_MPA_RX_NOMEM;
 	d->fpdus++;
 	if (fn(arg, &u) != 0)
-		return UIW_MPA_RX_STOPPED;
+		return UIW_MPA_RX_STOPPED;   /* d may be gone: its scratch went with it */
+	free(d->scratch);
+	d->scratch = NULL;
 	consume(d, wire);
 	d->pos += wire;
 	*done = true;

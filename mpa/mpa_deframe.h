@@ -51,7 +51,8 @@ struct uiw_mpa_deframer {
 	uint32_t pos;                   /* stream position of the next FPDU */
 	bool markers, crc;
 	enum uiw_mpa_rx error;          /* sticky once set */
-	uint8_t *scratch;               /* for ULPDUs in more than UIW_MPA_VIEW_PIECES pieces */
+	uint8_t *scratch;               /* a ULPDU in more than UIW_MPA_VIEW_PIECES pieces, copied
+					 * for its callback only */
 	struct uiw_mpa_iov pieces[UIW_MPA_VIEW_PIECES];
 	uint64_t fpdus, joined;
 	uint64_t coalesced;             /* octets of small segments copied into the held tail */
