@@ -61,32 +61,40 @@ static void arp_delete(struct uiw_net *net, struct uiw_arp_entry *e)
 	}
 }
 
-/* The entry to give up when the cache is full: the one confirmed longest ago,
- * unresolved ones last. */
+/*
+ * The entry to give up when the cache is full: a stale one (not confirmed for
+ * arp_reachable_ms) before an unresolved one, the oldest first. A neighbour confirmed lately
+ * is never given up for a new one: a flood of new addresses (spoofed SYNs we answer, ARP
+ * from many senders) cannot push out the peers we are talking to. @return NULL if none.
+ */
 static struct uiw_arp_entry *arp_victim(struct uiw_net *net)
 {
+	static const uint8_t rank[] = { [UIW_ARP_STALE] = 1, [UIW_ARP_INCOMPLETE] = 2 };
 	struct uiw_arp_entry *best = NULL;
 
 	for (unsigned i = 0; i < UIW_ARP_SLOTS; i++) {
 		struct uiw_arp_entry *e = &net->arp[i];
 
-		if (e->ip == 0)
+		if (e->ip == 0 || e->state >= sizeof(rank) || rank[e->state] == 0)
 			continue;
-		if (best == NULL || (best->state == UIW_ARP_INCOMPLETE &&
-				     e->state != UIW_ARP_INCOMPLETE) ||
-		    ((best->state == UIW_ARP_INCOMPLETE) == (e->state == UIW_ARP_INCOMPLETE) &&
-		     e->deadline < best->deadline))
+		if (best == NULL || rank[e->state] < rank[best->state] ||
+		    (rank[e->state] == rank[best->state] && e->deadline < best->deadline))
 			best = e;
 	}
 	return best;
 }
 
+/* @return a new entry for @p ip, or NULL when the cache is full of confirmed ones. */
 static struct uiw_arp_entry *arp_insert(struct uiw_net *net, uint32_t ip)
 {
 	unsigned i;
 
 	if (net->arp_used >= UIW_ARP_MAX_ENTRIES) {
-		arp_delete(net, arp_victim(net));
+		struct uiw_arp_entry *victim = arp_victim(net);
+
+		if (victim == NULL)
+			return NULL;
+		arp_delete(net, victim);
 		net->counters[UIW_NET_C_arp_evict]++;
 	}
 	for (i = arp_home(ip); net->arp[i].ip != 0; i = (i + 1) & ARP_MASK)
@@ -150,6 +158,10 @@ int uiw_arp_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t nexthop, ui
 
 	if (e == NULL) {
 		e = arp_insert(net, nexthop);
+		if (e == NULL) {
+			uiw_net_drop(net, m, UIW_NET_C_arp_table_full);
+			return -ENOBUFS;
+		}
 		e->state = UIW_ARP_INCOMPLETE;
 		e->deadline = now + net->arp_retry_ns;
 		arp_request(net, e, NULL);
@@ -260,9 +272,15 @@ void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 		uiw_net_drop(net, m, UIW_NET_C_arp_not_for_us);
 		return;
 	}
-	/* Addressed to us: learn the sender if it is new. */
-	if (e == NULL && spa != 0)
-		arp_confirm(net, arp_insert(net, spa), a->sha, now);
+	/* Addressed to us: learn the sender if it is new (it is about to talk to us), while
+	 * the cache is less than half full; past that the answer goes to the frame's sender
+	 * and nothing is kept, so a flood of senders cannot fill the cache. */
+	if (e == NULL && spa != 0) {
+		if (net->arp_used < UIW_ARP_LEARN_MAX)
+			arp_confirm(net, arp_insert(net, spa), a->sha, now);
+		else
+			net->counters[UIW_NET_C_arp_not_learnt]++;
+	}
 	if (uiw_arp_op(a) == UIW_ARP_OP_REQUEST) {
 		arp_answer(net, m);
 		return;

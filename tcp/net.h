@@ -41,6 +41,8 @@
 	X(arp_resolve_failed, "neighbours that never answered ARP")                        \
 	X(arp_hold_drop, "packets dropped while waiting for ARP")                          \
 	X(arp_evict, "ARP entries evicted because the cache was full")                     \
+	X(arp_table_full, "packets dropped: the ARP cache is full of neighbours confirmed lately") \
+	X(arp_not_learnt, "ARP requests answered without learning the sender: the cache is half full") \
 	X(ip_rx, "IPv4 packets received")                                                  \
 	X(ip_drop_version, "IPv4 version not 4")                                           \
 	X(ip_drop_ihl, "IPv4 header length below 20 or past the frame")                   \
@@ -69,7 +71,9 @@ enum uiw_net_counter { UIW_NET_COUNTERS(UIW_NET_C_) UIW_NET_C__COUNT };
 extern const struct uiw_counter_desc uiw_net_counter_desc[UIW_NET_C__COUNT];
 
 #define UIW_ARP_SLOTS 256          /* power of two */
-#define UIW_ARP_MAX_ENTRIES 192    /* at most 3/4 full, then the oldest is evicted */
+#define UIW_ARP_MAX_ENTRIES 192    /* at most 3/4 full; then a stale or unresolved entry
+				    * makes room, never one confirmed lately */
+#define UIW_ARP_LEARN_MAX 96       /* a new sender of a request is learnt only below this */
 #define UIW_ARP_HOLD 4             /* packets held per unresolved neighbour */
 #define UIW_NET_TIMER_NS 10000000ull /* timer walk at most every 10 ms */
 

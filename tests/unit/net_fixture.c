@@ -6,13 +6,13 @@
 struct fake_port fx_port;
 struct uiw_net fx_net;
 
-void fx_setup(uint32_t gateway)
+static void setup(uint32_t gateway, unsigned prefix_len)
 {
 	struct uiw_config cfg;
 
 	uiw_config_defaults(&cfg);
 	cfg.ip = IP_US;
-	cfg.prefix_len = 24;
+	cfg.prefix_len = prefix_len;
 	cfg.gateway = gateway;
 	cfg.arp_retry_ms = 1000;
 	cfg.arp_retries = 3;
@@ -21,9 +21,19 @@ void fx_setup(uint32_t gateway)
 	uiw_net_init(&fx_net, &fx_port.port, &cfg);
 }
 
+void fx_setup(uint32_t gateway)
+{
+	setup(gateway, 24);
+}
+
 void fx_setup_default(void)
 {
 	fx_setup(0);
+}
+
+void fx_setup_wide(void)
+{
+	setup(0, 16);
 }
 
 void fx_teardown(void)

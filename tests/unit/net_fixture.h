@@ -16,6 +16,9 @@ void fx_setup(uint32_t gateway);
 /** fx_setup() without a gateway, as a Check fixture. */
 void fx_setup_default(void);
 
+/** As fx_setup_default(), on 10.0.0.0/16: thousands of neighbours on the link. */
+void fx_setup_wide(void);
+
 /** Frees what the instance and the fake port hold. */
 void fx_teardown(void);
 

@@ -254,21 +254,61 @@ START_TEST(unused_stale_entry_forgotten)
 }
 END_TEST
 
-/* Many senders: the cache stays bounded, evicts the oldest, and every entry it keeps
- * is still found (the linear-probing delete keeps runs intact). */
+/* A neighbour of 10.0.0.0/16 (fx_setup_wide) for @p i, distinct for i < 65000; never us,
+ * nor 10.0.240.0/24 (confirmed_neighbours_never_evicted). */
+static uint32_t other_ip(unsigned i)
+{
+	uint32_t ip = 0x0a000000u | (i * 7919u % 60000u + 2);
+
+	return ip == IP_US ? 0x0a00ef01u : ip;
+}
+
+#define CONFIRMED_IP(i) (0x0a00f001u + (i))
+
+/* The instance again, on a /16 (one fixture per binary: see check_common.c). */
+static void go_wide(void)
+{
+	fx_teardown();
+	fx_setup_wide();
+}
+
+/* Resolves @p ip: a ping goes out behind a request, the neighbour answers. */
+static void confirm(uint32_t ip, const uint8_t *mac, uint64_t now)
+{
+	size_t len;
+
+	ck_assert_int_eq(uiw_net_ping(&fx_net, ip, 1, 1, 8, now), 0);
+	len = build_arp(frame, MAC_US, 2, mac, ip, MAC_US, IP_US);
+	fx_input(frame_copy(frame, len), now);
+	ck_assert_uint_eq(uiw_net_arp_lookup(&fx_net, ip)->state, UIW_ARP_REACHABLE);
+	fake_port_clear(&fx_port);
+}
+
+/* Many destinations and many senders: the cache stays bounded, evicts unresolved and
+ * stale entries, and every entry it keeps is still found (the linear-probing delete keeps
+ * runs intact). */
 START_TEST(cache_bounded_and_consistent_under_churn)
 {
 	unsigned n = 600;
 
+	go_wide();
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t ip = 0x0a000000u | (i * 7919u % 65000u + 2);
+		uint32_t ip = other_ip(i);
 		uint8_t mac[6] = { 0x02, 1, 2, 3, (uint8_t)(i >> 8), (uint8_t)i };
+		uint64_t now = (uint64_t)i * MS;
 		size_t len;
 
-		if ((ip & 0xffffff00u) == (IP_US & 0xffffff00u))
-			continue;
-		len = build_arp(frame, MAC_BCAST, 1, mac, ip, MAC_ZERO, IP_US);
-		fx_input(frame_copy(frame, len), (uint64_t)i * MS);
+		if (i % 3 == 0) {
+			len = build_arp(frame, MAC_BCAST, 1, mac, ip, MAC_ZERO, IP_US);
+			fx_input(frame_copy(frame, len), now);
+		} else {
+			uiw_net_ping(&fx_net, ip, 1, 1, 8, now);
+			if (i % 3 == 1) {
+				len = build_arp(frame, MAC_US, 2, mac, ip, MAC_US, IP_US);
+				fx_input(frame_copy(frame, len), now);
+			}
+		}
+		uiw_net_timer(&fx_net, now);
 		fake_port_clear(&fx_port);
 		ck_assert_uint_le(fx_net.arp_used, UIW_ARP_MAX_ENTRIES);
 	}
@@ -286,6 +326,68 @@ START_TEST(cache_bounded_and_consistent_under_churn)
 	uiw_net_timer(&fx_net, 200000 * MS);
 	uiw_net_timer(&fx_net, 400000 * MS);
 	ck_assert_uint_eq(fx_net.arp_used, 0);
+}
+END_TEST
+
+/* Neighbours confirmed lately stay while a flood of new destinations (our answers to
+ * spoofed SYNs) churns through the rest of the cache; when every entry is a confirmed one,
+ * a packet to a new neighbour is dropped and counted rather than evicting one. */
+START_TEST(confirmed_neighbours_never_evicted)
+{
+	go_wide();
+	for (unsigned i = 0; i < 10; i++) {
+		uint8_t mac[6] = { 0x02, 9, 9, 9, 0, (uint8_t)i };
+
+		confirm(CONFIRMED_IP(i), mac, 0);
+	}
+	for (unsigned i = 0; i < 1000; i++) {
+		ck_assert_int_eq(uiw_net_ping(&fx_net, other_ip(i), 1, 1, 8, MS), 0);
+		uiw_port_flush(&fx_port.port);
+		fake_port_clear(&fx_port);
+	}
+	ck_assert_uint_ge(fx_count(UIW_NET_C_arp_evict), 1000 - (UIW_ARP_MAX_ENTRIES - 10));
+	for (unsigned i = 0; i < 10; i++) {
+		const struct uiw_arp_entry *e = uiw_net_arp_lookup(&fx_net, CONFIRMED_IP(i));
+
+		ck_assert_ptr_nonnull(e);
+		ck_assert_uint_eq(e->state, UIW_ARP_REACHABLE);
+		ck_assert_uint_eq(e->mac[5], i);
+	}
+	/* Confirm everything there is room for: then nothing can be evicted. */
+	for (uint64_t t = 1000; t <= 10000; t += 1000) {   /* the unresolved ones give up */
+		uiw_net_timer(&fx_net, t * MS);
+		uiw_port_flush(&fx_port.port);
+		fake_port_clear(&fx_port);
+	}
+	ck_assert_uint_eq(fx_net.arp_used, 10);
+	for (unsigned i = 10; i < UIW_ARP_MAX_ENTRIES; i++) {
+		uint8_t mac[6] = { 0x02, 9, 9, 9, 0, (uint8_t)i };
+
+		confirm(CONFIRMED_IP(i), mac, 10000 * MS);
+	}
+	ck_assert_int_eq(uiw_net_ping(&fx_net, 0x0a00fe01u, 1, 1, 8, 10001 * MS), -ENOBUFS);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_table_full), 1);
+	ck_assert_uint_eq(fx_net.arp_used, UIW_ARP_MAX_ENTRIES);
+	ck_assert_ptr_nonnull(uiw_net_arp_lookup(&fx_net, CONFIRMED_IP(0)));
+}
+END_TEST
+
+/* Requests from ever new senders are all answered, but learnt only while the cache is
+ * less than half full: they cannot fill it, nor evict anything. */
+START_TEST(new_senders_learnt_up_to_half)
+{
+	go_wide();
+	for (unsigned i = 0; i < 300; i++) {
+		uint8_t mac[6] = { 0x02, 7, 7, 7, (uint8_t)(i >> 8), (uint8_t)i };
+		size_t len = build_arp(frame, MAC_BCAST, 1, mac, other_ip(i), MAC_ZERO, IP_US);
+
+		fx_input(frame_copy(frame, len), MS);
+		fake_port_clear(&fx_port);
+	}
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_request_answered), 300);
+	ck_assert_uint_eq(fx_net.arp_used, UIW_ARP_LEARN_MAX);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_not_learnt), 300 - UIW_ARP_LEARN_MAX);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_evict), 0);
 }
 END_TEST
 
@@ -311,6 +413,8 @@ static Suite *arp_suite(void)
 	tcase_add_test(tc, stale_entry_refreshed_by_unicast_on_use);
 	tcase_add_test(tc, unused_stale_entry_forgotten);
 	tcase_add_test(tc, cache_bounded_and_consistent_under_churn);
+	tcase_add_test(tc, confirmed_neighbours_never_evicted);
+	tcase_add_test(tc, new_senders_learnt_up_to_half);
 	suite_add_tcase(s, tc);
 	return s;
 }
