@@ -97,6 +97,16 @@ void uiw_mpa_destroy(struct uiw_mpa *m)
 	free(m);
 }
 
+/* IRD and ORD no larger than a QP serves (UIW_MPA_IRD_ORD_MAX): what the Request or Reply
+ * advertises is what the peer may use (RFC 6581 §5). rdma_cm callers may ask for 255. */
+static void rd_clamp(struct uiw_mpa_params *p)
+{
+	if (p->ird > UIW_MPA_IRD_ORD_MAX)
+		p->ird = UIW_MPA_IRD_ORD_MAX;
+	if (p->ord > UIW_MPA_IRD_ORD_MAX)
+		p->ord = UIW_MPA_IRD_ORD_MAX;
+}
+
 static struct uiw_mpa_conn *conn_new(struct uiw_mpa *m, const struct uiw_mpa_params *p,
 				     const struct uiw_mpa_ops *ops, void *user)
 {
@@ -108,6 +118,7 @@ static struct uiw_mpa_conn *conn_new(struct uiw_mpa *m, const struct uiw_mpa_par
 	c->ops = ops;
 	c->user = user;
 	c->p = *p;
+	rd_clamp(&c->p);
 	c->p.pd_len = p->pd_len <= UIW_MPA_PD_MAX ? p->pd_len : 0;
 	if (c->p.pd_len > 0)
 		memcpy(c->pd_buf, p->pd, c->p.pd_len);
@@ -778,6 +789,7 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 	c->user = user;
 	if (p != &c->p) {
 		c->p = *p;
+		rd_clamp(&c->p);
 		if (p->pd_len > 0)
 			memcpy(c->pd_buf, p->pd, p->pd_len);
 		c->p.pd = c->pd_buf;

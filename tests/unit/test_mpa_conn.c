@@ -515,6 +515,44 @@ START_TEST(held_fpdus_wait_for_room_in_order)
 }
 END_TEST
 
+/* rdma_cm lets an application ask for IRD/ORD 255: the Request advertises what a QP serves
+ * (128), and so does the Reply of a responder asked for as much. */
+START_TEST(ird_ord_advertised_as_served)
+{
+	static const uint8_t v2[] = { 0x00, 0x05, 0x00, 0x05 };
+	uint8_t buf[64], req[64];
+	struct uiw_mpa_params ip, lp;
+
+	params(&ip);
+	ip.ird = 255;
+	ip.ord = 200;
+	mpa_connect_to_raw(&ip);
+	ck_assert_uint_eq(((raw.rx[20] << 8) | raw.rx[21]) & 0x3fff, UIW_MPA_IRD_ORD_MAX);
+	ck_assert_uint_eq(((raw.rx[22] << 8) | raw.rx[23]) & 0x3fff, UIW_MPA_IRD_ORD_MAX);
+	raw_send(buf, rr_bytes(buf, true, 0x10, 2, v2, 4));
+	ck_assert(pair_run_until(raw_is, &ini.established, 2000));
+	ck_assert_uint_le(ini.info.ird, UIW_MPA_IRD_ORD_MAX);
+	ck_assert_uint_eq(ini.info.ord, 5);
+	uiw_tcp_unlisten(pair_b.st.tcp, PORT);
+	pair_run_for(10);
+
+	params(&lp);
+	rsp.accept_p = lp;
+	rsp.accept_p.ird = 255;
+	rsp.accept_p.ord = 255;
+	raw_connect_to_listener(&lp);
+	raw_send(req, rr_bytes(req, false, 0x10, 2, (const uint8_t[]){ 0x00, 0xff, 0x00, 0xff }, 4));
+	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	uint32_t reply_len = 24;
+
+	ck_assert(pair_run_until(raw_has, &reply_len, 2000));
+	ck_assert_mem_eq(raw.rx, UIW_MPA_KEY_REP, UIW_MPA_KEY_LEN);
+	ck_assert_uint_eq(((raw.rx[20] << 8) | raw.rx[21]) & 0x3fff, UIW_MPA_IRD_ORD_MAX);
+	ck_assert_uint_le(((raw.rx[22] << 8) | raw.rx[23]) & 0x3fff, UIW_MPA_IRD_ORD_MAX);
+	ck_assert_uint_le(rsp.info.ird, UIW_MPA_IRD_ORD_MAX);
+}
+END_TEST
+
 START_TEST(initiator_takes_fpdu_behind_reply)
 {
 	static const uint8_t v2[] = { 0x00, 0x01, 0x00, 0x01 };
@@ -922,6 +960,7 @@ int main(void)
 	tcase_add_loop_test(tc, negotiation_matrix, 0, 2 * 2 * 2 * 4 * 6);
 	tcase_add_test(tc, responder_holds_sends_until_first_fpdu);
 	tcase_add_test(tc, held_fpdus_wait_for_room_in_order);
+	tcase_add_test(tc, ird_ord_advertised_as_served);
 	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
 	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);
 	tcase_add_loop_test(tc, bad_requests_answered, 0, 5);
