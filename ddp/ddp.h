@@ -42,6 +42,12 @@ struct uiw_stag_table {
 	uint64_t rnd[2];
 };
 
+/**
+ * An 8-bit key for a new region's STag, unpredictable as its index's high bits are (RFC
+ * 5042 §5.1): with a table of 2^k slots, 24 - k + 8 bits of an STag cannot be guessed.
+ */
+uint8_t uiw_stag_random_key(struct uiw_stag_table *t);
+
 /** Creates a table of @p cap regions (rounded up to a power of two, at most 2^24 - 1). */
 int uiw_stag_table_init(struct uiw_stag_table *t, uint32_t cap);
 void uiw_stag_table_fini(struct uiw_stag_table *t);

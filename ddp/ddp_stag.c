@@ -44,6 +44,13 @@ static uint32_t make_index(struct uiw_stag_table *t, uint32_t slot)
 	return index == 0 ? t->cap : index;   /* slot 0 with hi 0: use hi 1 */
 }
 
+uint8_t uiw_stag_random_key(struct uiw_stag_table *t)
+{
+	uint64_t in[2] = { 0x6b6579u, t->rnd[1]++ };
+
+	return (uint8_t)uiw_siphash(t->rnd, in, sizeof(in));
+}
+
 struct uiw_mr *uiw_stag_register(struct uiw_stag_table *t, uint32_t pd, void *addr, uint64_t len,
 				 uint64_t va, unsigned access, uint8_t key)
 {

@@ -463,7 +463,8 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 		return NULL;
 	}
 	m->m = uiw_stag_register(&d->stags, ((struct uiw_pd_v *)pd)->pdn, addr, length,
-				 (uintptr_t)addr, (unsigned)access & 7u, d->next_key++);
+				 (uintptr_t)addr, (unsigned)access & 7u,
+				 uiw_stag_random_key(&d->stags));
 	if (m->m == NULL) {
 		free(m);
 		errno = ENOMEM;

@@ -73,7 +73,6 @@ struct uiw_dev {
 	struct uiw_mpa_params mpa_params;
 	struct uiw_stag_table stags;
 	uint32_t next_qpn, next_pdn;
-	uint8_t next_key;             /* the 8-bit STag key of the next MR */
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
 	struct uiw_qp_v *kick;        /* QPs with posted work to start (the doorbell list) */
 	struct uiw_qp_v *qps;         /* every QP (the counters' sums) */

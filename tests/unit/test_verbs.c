@@ -218,6 +218,31 @@ START_TEST(operations_through_the_api)
 }
 END_TEST
 
+/* RFC 5042 §5.1: STags a peer cannot guess. The 8-bit key of each region's STag is drawn
+ * at random (it was a counter), so successive registrations do not step by one. */
+START_TEST(stag_keys_not_sequential)
+{
+	struct ibv_mr *mr[64];
+	unsigned steps = 0, distinct = 0;
+	bool seen[256] = { false };
+
+	connect_pair();
+	for (int i = 0; i < 64; i++) {
+		mr[i] = ibv_reg_mr(cli.pd, cli.buf, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+		ck_assert_ptr_nonnull(mr[i]);
+		ck_assert_uint_eq(mr[i]->lkey, mr[i]->rkey);
+		distinct += !seen[mr[i]->rkey & 0xff];
+		seen[mr[i]->rkey & 0xff] = true;
+		if (i > 0)
+			steps += ((mr[i]->rkey - mr[i - 1]->rkey) & 0xff) == 1;
+	}
+	ck_assert_uint_lt(steps, 8);        /* random keys: about 0.25 expected */
+	ck_assert_uint_gt(distinct, 40);    /* about 56.6 expected of 64 draws from 256 */
+	for (int i = 0; i < 64; i++)
+		ck_assert_int_eq(ibv_dereg_mr(mr[i]), 0);
+}
+END_TEST
+
 START_TEST(errors_as_the_man_pages_say)
 {
 	struct rdma_cm_id *id;
@@ -356,6 +381,7 @@ int main(void)
 
 	tcase_add_test(tc, operations_through_the_api);
 	tcase_add_test(tc, errors_as_the_man_pages_say);
+	tcase_add_test(tc, stag_keys_not_sequential);
 	tcase_add_test(tc, reject_with_private_data);
 	tcase_add_test(tc, shared_receive_queue);
 	suite_add_tcase(s, tc);
