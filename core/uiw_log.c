@@ -39,6 +39,8 @@ void uiw_log(enum uiw_log_level level, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (level > log_threshold)   /* a direct call is held to the threshold as the macros are */
+		return;
 	fprintf(stderr, "uiwarp %s: ", level_names[level]);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

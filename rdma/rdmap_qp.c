@@ -246,7 +246,7 @@ static void qp_error_at(struct uiw_qp *qp, enum uiw_log_level level, const char 
 		return;
 	qp->state = UIW_QPS_ERROR;
 	snprintf(qp->why, sizeof(qp->why), "%s", why);
-	uiw_log(level, "qp %u to error: %s", qp->qp_num, qp->why);
+	UIW_LOG(level, "qp %u to error: %s", qp->qp_num, qp->why);
 	flush(qp);
 	if (qp->events != NULL && qp->events->error != NULL)
 		qp->events->error(qp->event_arg, qp, qp->why);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Configuration parsing, error messages naming the key, and the EAL arguments it gives. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check_common.h"
 #include "uiw_config.h"
+#include "uiw_log.h"
 
 static struct uiw_config cfg;
 static char err[256];
@@ -74,6 +77,35 @@ static const struct bad bads[] = {
 	{ "mtu = 1500\n\nmtu = 1", "t:3:" },
 	{ "mtu = 1500; mtu = 1", "t:1:" },
 };
+
+/* The log threshold holds for every line, whether written through the macros or by a
+ * direct uiw_log() call (a QP's orderly close is logged at debug level that way). */
+START_TEST(log_threshold_holds_for_direct_calls)
+{
+	char buf[256] = "";
+	int saved = dup(2), fds[2];
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_ge(saved, 0);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	dup2(fds[1], 2);
+	uiw_log_level_set(UIW_LOG_WARN);
+	uiw_log(UIW_LOG_DEBUG, "hidden %d", 1);
+	UIW_INFO("hidden %d", 2);
+	uiw_log(UIW_LOG_WARN, "shown %d", 3);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	close(fds[0]);
+	uiw_log_level_set(UIW_LOG_INFO);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	ck_assert_str_eq(buf, "uiwarp warn: shown 3\n");
+}
+END_TEST
 
 START_TEST(bad_entry_named_in_error)
 {
@@ -213,6 +245,7 @@ static Suite *config_suite(void)
 	TCase *tc = tcase_with_leak_check("config", setup, NULL);
 
 	tcase_add_test(tc, full_text_parsed);
+	tcase_add_test(tc, log_threshold_holds_for_direct_calls);
 	tcase_add_loop_test(tc, bad_entry_named_in_error, 0, (int)(sizeof(bads) / sizeof(bads[0])));
 	tcase_add_test(tc, validate_names_missing_keys);
 	tcase_add_test(tc, environment_file_then_inline);

@@ -243,7 +243,7 @@ void uiw_progress_kick(void)
 	__atomic_store_n(&uiw_inline_progress_ns, 0, __ATOMIC_SEQ_CST);
 	if (inst.nap_fd >= 0 && __atomic_load_n(&inst.napping, __ATOMIC_SEQ_CST) &&
 	    write(inst.nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		uiw_log(UIW_LOG_DEBUG, "progress kick: %s", strerror(errno));
+		UIW_DEBUG("progress kick: %s", strerror(errno));
 }
 
 /* Sleeps up to @p us, or until a kick. @return true if kicked. */
@@ -259,7 +259,7 @@ static bool nap(unsigned us)
 	kicked = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_SEQ_CST) == 0 ||
 		 ppoll(&p, 1, &ts, NULL) > 0;
 	if (kicked && read(inst.nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		uiw_log(UIW_LOG_DEBUG, "progress nap: %s", strerror(errno));
+		UIW_DEBUG("progress nap: %s", strerror(errno));
 	__atomic_store_n(&inst.napping, 0, __ATOMIC_RELEASE);
 	return kicked;
 }
@@ -274,7 +274,7 @@ static void idle_nap(unsigned us)
 
 	__atomic_store_n(&inst.napping, 1, __ATOMIC_SEQ_CST);
 	if (ppoll(&p, 1, &ts, NULL) > 0 && read(inst.nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		uiw_log(UIW_LOG_DEBUG, "progress nap: %s", strerror(errno));
+		UIW_DEBUG("progress nap: %s", strerror(errno));
 	__atomic_store_n(&inst.napping, 0, __ATOMIC_RELEASE);
 }
 
