@@ -108,6 +108,10 @@ struct tcp_ooo {
  */
 #define TCP_TX_SHARE 256
 
+/* Zero-window probes a connection the application has closed sends before it gives up
+ * (about 50 s from the 200 ms minimum RTO, doubling). */
+#define TCP_ORPHAN_PROBES 8
+
 struct uiw_tcp_conn {
 	struct uiw_tcp_conn *hnext;        /* hash chain / free list */
 	struct uiw_tcp_conn *pnext;        /* pending-output list */

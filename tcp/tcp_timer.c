@@ -195,6 +195,14 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 		uiw_tcp_output(c); /* nothing in flight: a send that lacked an mbuf, retried */
 		return;
 	}
+	/* Only a zero-window probe's octet outstanding: no loss, and no count toward
+	 * tcp_retries (a peer that answers its probes keeps an open connection, RFC 9293
+	 * §3.8.6.1); the persist timer goes on. */
+	if (c->snd_wnd == 0 && c->snd_max == c->snd_una + 1 && c->sq.bytes > 1) {
+		if (c->t_persist == 0)
+			c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
+		return;
+	}
 	if (c->backoff >= t->retries) {
 		tcp_count(t, UIW_TCP_C_conn_timeout);
 		uiw_tcp_conn_drop(c, -ETIMEDOUT);
@@ -222,6 +230,17 @@ static void persist_expired(struct uiw_tcp_conn *c)
 	c->t_persist = 0;
 	if (c->snd_wnd != 0 || !seq_lt(c->snd_una, end) || c->snd_nxt != c->snd_una)
 		return;
+	/* RFC 9293 §3.8.6.1 keeps an open connection probing a shut window for as long as the
+	 * peer answers. One the application has closed waits TCP_ORPHAN_PROBES at most (as
+	 * Linux's tcp_orphan_retries): else a peer that never reads would hold it, and its
+	 * queue, for ever. */
+	if ((c->flags & TF_FIN_QUEUED) && c->backoff >= TCP_ORPHAN_PROBES) {
+		tcp_count(t, UIW_TCP_C_close_window_shut);
+		uiw_tcp_send_rst(c);
+		c->flags |= TF_DETACHED;
+		uiw_tcp_conn_drop(c, -ETIMEDOUT);
+		return;
+	}
 	tcp_count(t, UIW_TCP_C_persist_probes);
 	if (uiw_tcp_send_segment(c, c->snd_una, 1, UIW_TCP_ACK) == 1)
 		c->snd_max = seq_max(c->snd_max, c->snd_una + 1);

@@ -1081,6 +1081,55 @@ START_TEST(zero_window_probed_then_reopened)
 }
 END_TEST
 
+/* A peer that keeps its window shut and answers every probe: an open connection probes on
+ * (RFC 9293 §3.8.6.1; the probe's octet timing out is no loss, nor counts toward
+ * tcp_retries), one the application has closed gives up after TCP_ORPHAN_PROBES probes
+ * with a RST. */
+START_TEST(closed_connection_gives_up_on_a_shut_window)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	char d[300];
+	uint32_t una = syn.seq + 1;
+	struct uiw_tcp_conn *c = ev.accepted;
+
+	memset(d, 'z', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win0 = true });
+	ck_assert_int_eq(uiw_tcp_send(c, frame_copy(d, sizeof(d)), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	/* Open: each probe answered with the window still shut; well past the limit (the
+	 * clock jumps 50 ms a pass: the probes back off to a minute apart). */
+	for (unsigned i = 0; i < 20; i++) {
+		uint64_t before = uiw_tcp_counters(T)[UIW_TCP_C_persist_probes];
+
+		for (unsigned k = 0; uiw_tcp_counters(T)[UIW_TCP_C_persist_probes] == before; k++) {
+			ck_assert_msg(k < 4000, "probe %u: none for 200 s", i);
+			ck_assert_uint_eq(uiw_tcp_conn_count(T), 1);
+			now_ns += 50 * MS;
+			uiw_tcp_run(T, now_ns);
+		}
+		uiw_port_flush(&fx_port.port);
+		fake_port_clear(&fx_port);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win0 = true });
+	}
+	ck_assert_int_eq(uiw_tcp_state(c), UIW_TCP_ESTABLISHED);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_close_window_shut], 0);
+	/* Closed by the application: it gives up at the next probe due. */
+	uiw_tcp_close(c);
+	fake_port_clear(&fx_port);
+	for (unsigned i = 0; i < 2000 && uiw_tcp_conn_count(T) > 0; i++) {
+		now_ns += 50 * MS;
+		uiw_tcp_run(T, now_ns);
+	}
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_close_window_shut], 1);
+	ck_assert_uint_ge(uiw_tcp_counters(T)[UIW_TCP_C_rst_tx], 1);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_ge(fx_port.nsent, 1);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert(o.flags & UIW_TCP_RST);
+}
+END_TEST
+
 START_TEST(simultaneous_close_goes_through_closing)
 {
 	struct out syn = establish_passive(NULL, 0);
@@ -1125,6 +1174,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syncookie_without_timestamps_has_no_scale_or_sack);
 	tcase_add_test(tc, syncookie_forged_or_stale_refused);
 	tcase_add_test(tc, half_open_evicted_once_its_synack_is_unanswered);
+	tcase_add_test(tc, closed_connection_gives_up_on_a_shut_window);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
