@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -48,8 +49,15 @@ struct side {
 #define RECV_OFF 64
 #define RDMA_OFF 128
 
-static struct side srv = { .name = "server" }, cli = { .name = "client" };
+/* The server's connections: one for -s, up to MAX_SERVED at once with -P. */
+#define MAX_SERVED 64
+static struct side srvs[MAX_SERVED], cli = { .name = "client" };
+static struct rdma_event_channel *srv_ch;
 static struct rdma_cm_id *listen_id;
+static bool persistent;        /* -P: serve clients until killed, any number at once */
+static unsigned served;        /* connections served and gone */
+static uint32_t srv_size;
+static unsigned last_recvs;    /* the reads and writes of the last connection served */
 
 static void die(const char *what)
 {
@@ -117,48 +125,106 @@ static void rdma_op(struct side *s, bool read)
 		die("ibv_post_send (RDMA)");
 }
 
+/* A server connection's resources back to the pool of sides. */
+static void server_teardown(struct side *s)
+{
+	if (s->id == NULL)
+		return;
+	if (s->id->qp != NULL)
+		rdma_destroy_qp(s->id);
+	if (s->mr != NULL)
+		ibv_dereg_mr(s->mr);
+	if (s->cq != NULL)
+		ibv_destroy_cq(s->cq);
+	if (s->pd != NULL)
+		ibv_dealloc_pd(s->pd);
+	rdma_destroy_id(s->id);
+	free(s->mem);
+	last_recvs = s->recvs;
+	*s = (struct side){ .name = "server", .size = srv_size };
+	served++;
+}
+
+/* A connection that failed: with -P the others go on, else the server stops. */
+static void server_failed(struct side *s, const char *what, int status)
+{
+	fprintf(stderr, "uiwarp-rping: server: connection %d: %s %d\n", (int)(s - srvs), what, status);
+	if (!persistent)
+		exit(1);
+	if (!s->down) {
+		s->down = true;
+		rdma_disconnect(s->id);
+	}
+}
+
 /* The server: read what the client advertises, then write it to the client's sink. */
 static void server_cq(void)
 {
 	struct ibv_wc wc;
 
-	while (srv.cq != NULL && ibv_poll_cq(srv.cq, 1, &wc) == 1) {
-		if (wc.status == IBV_WC_WR_FLUSH_ERR)
-			continue;   /* the connection is ending: the receive left posted */
-		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "uiwarp-rping: server: completion status %d\n", wc.status);
-			exit(1);
-		}
-		if (wc.wr_id == WR_RECV) {
-			memcpy(&srv.peer, srv.mem + RECV_OFF, sizeof(srv.peer));
-			post_recv(&srv);
-			rdma_op(&srv, ++srv.recvs % 2 == 1);   /* odd: its source; even: its sink */
-		} else if (wc.wr_id == WR_READ || wc.wr_id == WR_WRITE) {
-			send_info(&srv, rdma_buf(&srv));       /* go ahead */
+	for (unsigned i = 0; i < MAX_SERVED; i++) {
+		struct side *s = &srvs[i];
+
+		while (s->cq != NULL && !s->down && ibv_poll_cq(s->cq, 1, &wc) == 1) {
+			if (wc.status == IBV_WC_WR_FLUSH_ERR)
+				continue;   /* the connection is ending: the receive left posted */
+			if (wc.status != IBV_WC_SUCCESS) {
+				server_failed(s, "completion status", wc.status);
+				break;
+			}
+			if (wc.wr_id == WR_RECV) {
+				memcpy(&s->peer, s->mem + RECV_OFF, sizeof(s->peer));
+				post_recv(s);
+				rdma_op(s, ++s->recvs % 2 == 1);   /* odd: its source; even: its sink */
+			} else if (wc.wr_id == WR_READ || wc.wr_id == WR_WRITE) {
+				send_info(s, rdma_buf(s));         /* go ahead */
+			}
 		}
 	}
+}
+
+static struct side *free_side(void)
+{
+	for (unsigned i = 0; i < MAX_SERVED; i++)
+		if (srvs[i].id == NULL)
+			return &srvs[i];
+	return NULL;
 }
 
 static void server_events(void)
 {
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+	struct side *s;
 
-	if (srv.ch == NULL || rdma_get_cm_event(srv.ch, &ev) != 0)
+	if (srv_ch == NULL || rdma_get_cm_event(srv_ch, &ev) != 0)
 		return;
+	s = ev->id->context;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		setup(&srv, ev->id);
-		post_recv(&srv);
+		s = free_side();
+		if (s == NULL || (!persistent && served + (srvs[0].id != NULL) > 0)) {
+			rdma_reject(ev->id, NULL, 0);   /* busy: -s serves one client */
+			break;
+		}
+		s->size = srv_size;
+		setup(s, ev->id);
+		ev->id->context = s;
+		post_recv(s);
 		if (rdma_accept(ev->id, &cp) != 0)
-			die("rdma_accept");
+			server_failed(s, "rdma_accept", errno);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		srv.up = true;
+		s->up = true;
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		srv.down = true;
-		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		rdma_ack_cm_event(ev);
+		if (s != NULL)
+			server_teardown(s);
+		return;
 	default:
 		break;
 	}
@@ -258,6 +324,23 @@ static unsigned run_client(uint32_t ip, uint16_t port, unsigned count, bool verb
 	return ok;
 }
 
+/* --status FILE: what the instance holds and its counters, rewritten every STATUS_NS. */
+#define STATUS_NS (250 * 1000 * 1000ull)
+
+static void write_status(const char *path, struct uiw_stack *st)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp) || (f = fopen(tmp, "w")) == NULL)
+		return;
+	fprintf(f, "pid %d\n", (int)getpid());
+	uiw_stack_print_gauges(f, st);
+	uiw_stack_print_counters(f, st);
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
 static struct rdma_event_channel *channel(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -270,11 +353,13 @@ static struct rdma_event_channel *channel(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: uiwarp-rping [--config FILE] [--set K=V]... (--pair | -s | -c -a ADDR)\n"
-		"       [-p PORT] [-C COUNT] [-S SIZE] [-v]\n"
-		"  --pair  client and server as two instances here; -s serves one client;\n"
-		"  -c connects to ADDR. Default port 7174, 10 iterations, 64 octets; as with rping,\n"
-		"  server and client take the same -S.\n");
+		"usage: uiwarp-rping [--config FILE] [--set K=V]... (--pair | -s [-P] | -c -a ADDR)\n"
+		"       [-p PORT] [-C COUNT] [-S SIZE] [-v] [--status FILE]\n"
+		"  --pair  client and server as two instances here; -s serves one client, -s -P any\n"
+		"  number, at once, until killed (a failed connection ends alone); -c connects to\n"
+		"  ADDR. Default port 7174, 10 iterations, 64 octets; as with rping, server and client\n"
+		"  take the same -S. --status FILE: the instance's holdings and counters, rewritten\n"
+		"  every 250 ms.\n");
 }
 
 int main(int argc, char **argv)
@@ -291,11 +376,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (app_load_config(&cfg, &argc, argv) != 0)
 		return 2;
-	static const struct option longopts[] = { { "pair", no_argument, NULL, 'P' }, { NULL, 0, NULL, 0 } };
+	static const struct option longopts[] = { { "pair", no_argument, NULL, 1000 },
+						  { "status", required_argument, NULL, 1001 },
+						  { NULL, 0, NULL, 0 } };
+	const char *status = NULL;
 
-	while ((opt = getopt_long(argc, argv, "sca:p:C:S:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "sPca:p:C:S:vh", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'P': pair = true; break;
+		case 1000: pair = true; break;
+		case 1001: status = optarg; break;
+		case 'P': persistent = true; break;
 		case 's': server = true; break;
 		case 'c': client = true; break;
 		case 'a':
@@ -310,7 +400,7 @@ int main(int argc, char **argv)
 		default: usage(); return 2;
 		}
 	}
-	if (pair + server + client != 1 || size < 16 || (client && ip == 0) ||
+	if (pair + server + client != 1 || size < 16 || (client && ip == 0) || (persistent && !server) ||
 	    (!pair && (cfg.port[0] == '\0' || cfg.ip == 0))) {
 		usage();
 		return 2;
@@ -322,22 +412,31 @@ int main(int argc, char **argv)
 		return 1;
 	if (uiw_verbs_add_device(&a) != 0 || (pair && uiw_verbs_add_device(&b) != 0))
 		return 1;
-	srv.size = cli.size = size;
+	srv_size = cli.size = size;
+	for (unsigned i = 0; i < MAX_SERVED; i++)
+		srvs[i] = (struct side){ .name = "server", .size = size };
 	if (pair || server) {
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 					  .sin_addr.s_addr = htonl(pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
-		srv.ch = channel();
-		if (rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
-		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 || rdma_listen(listen_id, 1) != 0)
+		srv_ch = channel();
+		if (rdma_create_id(srv_ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
+		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 ||
+		    rdma_listen(listen_id, persistent ? 0 : 1) != 0)
 			die("listen");
 	}
 	if (server) {
-		while (!srv.down) {
+		uint64_t status_at = 0;
+
+		while (persistent || served == 0) {
 			pump(0, port);
 			uiw_verbs_progress();
+			if (status != NULL && uiw_now_ns() - status_at >= STATUS_NS) {
+				status_at = uiw_now_ns();
+				write_status(status, &a);
+			}
 		}
-		printf("server: %u reads and writes served\n", srv.recvs);
+		printf("server: %u reads and writes served\n", last_recvs);
 		return 0;
 	}
 	struct sockaddr_in da = { .sin_family = AF_INET, .sin_port = htons(port),

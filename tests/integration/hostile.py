@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Hostile peers against Debian's unmodified rping server on the drop-in libraries.
 
-  hostile.py DROPIN_DIR [ATTACK...]      (default: every attack)
+  hostile.py DROPIN_DIR [--server=dropin|--server=PATH_TO_UIWARP_RPING] [ATTACK...]
+                                          (default: the drop-in's rping, every attack)
 
-Four namespaces on a bridge: the server (rping -s -P on the drop-in, af_packet), an
+Four namespaces on a bridge: the server (Debian's rping -s -P on the drop-in libraries, or
+uiwarp's own uiwarp-rping -s -P, on af_packet), an
 attacker (Linux's own TCP through sockets, and raw frames), and a second client (rping -c
 on the drop-in). Each attack is set up and held while the second client completes a full
 rping exchange with its data checked (-V); then the attack is released, and the server's
-status file (UIWARP_STATUS) must show its pools and tables back at their idle levels:
+status file (UIWARP_STATUS, or uiwarp-rping's --status) must show its pools and tables back at their idle levels:
 mbufs in use, TCP and MPA connections, half-open connections, the mbufs TCP holds, and ARP
 entries (the attacker's own address may stay).
 
@@ -222,8 +224,8 @@ def sh(*cmd, check=True):
 
 
 class Suite:
-    def __init__(self, lib, kinds):
-        self.lib, self.kinds = lib, kinds
+    def __init__(self, lib, kinds, own_server=None):
+        self.lib, self.kinds, self.own_server = lib, kinds, own_server
         tag = os.getpid()
         self.ns = {k: f"uiw-ho-{k}-{tag}" for k in ("br", "srv", "atk", "cli")}
         self.tmp = tempfile.mkdtemp(prefix="uiw-hostile.")
@@ -267,9 +269,12 @@ class Suite:
         env = self.dropin_env(cfg)
         env["UIWARP_STATUS"] = self.status
         self.server_log = open(os.path.join(self.tmp, "server.log"), "w")
-        self.server = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns["srv"], "rping", "-s", "-P", "-a", SERVER_IP, "-C",
-             "20", "-V"], env=env, stdout=self.server_log, stderr=subprocess.STDOUT)
+        if self.own_server:
+            cmd = [self.own_server, "--set", cfg, "-s", "-P", "-C", "20", "--status", self.status]
+        else:
+            cmd = ["rping", "-s", "-P", "-a", SERVER_IP, "-C", "20", "-V"]
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns["srv"]] + cmd, env=env,
+                                       stdout=self.server_log, stderr=subprocess.STDOUT)
         for _ in range(100):
             if os.path.exists(self.status):
                 return
@@ -378,7 +383,8 @@ class Suite:
             "mbufs.in_use", "tcp.conns", "mpa.conns", "arp.entries")))
         for kind in self.kinds:
             self.attack(kind, mac, baseline)
-        print(f"{'FAIL' if self.failures else 'PASS'}: {self.failures} failure(s), "
+        print(f"{'FAIL' if self.failures else 'PASS'}: server {self.own_server or 'rping (drop-in)'}: "
+              f"{self.failures} failure(s), "
               f"{time.monotonic() - t0:.0f} s")
         return 1 if self.failures else 0
 
@@ -389,6 +395,11 @@ def main():
         attacker(a[1], a[2], a[3])
         return 0
     kinds = ("fpdu_trickle", "read_flood", "syn_flood")
+    own = None
+    if len(a) >= 2 and a[1].startswith("--server="):
+        own = a[1].split("=", 1)[1]
+        own = None if own == "dropin" else os.path.abspath(own.split("=", 1)[-1])
+        a = a[:1] + a[2:]
     if len(a) < 1 or any(k not in kinds for k in a[1:]):
         sys.exit(__doc__)
     lib = a[0] if os.path.isdir(a[0]) else os.path.dirname(a[0])
@@ -397,7 +408,7 @@ def main():
         if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
             print(f"SKIP: {tool} not installed")
             return 77
-    suite = Suite(lib, a[1:] or kinds)
+    suite = Suite(lib, a[1:] or kinds, own)
     try:
         return suite.run()
     finally:
