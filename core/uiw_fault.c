@@ -162,12 +162,36 @@ static uint16_t release(struct uiw_fault_dir *d, struct rte_mbuf **out, uint16_t
 	return n;
 }
 
+/* Sends what the transmit side holds and is due. */
+static void tx_release(struct uiw_port *port, struct uiw_fault *f, uint64_t now)
+{
+	struct rte_mbuf *out[UIW_PORT_TX_BUF];
+	uint16_t k, sent;
+
+	do {
+		k = release(&f->tx, out, UIW_PORT_TX_BUF, now);
+		sent = k > 0 ? f->inner_tx(port, out, k) : 0;
+		for (uint16_t i = sent; i < k; i++) {
+			rte_pktmbuf_free(out[i]);
+			port->counters[UIW_PORT_C_tx_drop_full]++;
+		}
+	} while (k == UIW_PORT_TX_BUF);
+}
+
+/*
+ * Each poll's receive also sends the held transmit frames that are due: a frame held back
+ * (reorder_us, delay_us) must leave when its time comes, not when the stack next transmits.
+ * An ACK held that way while the stack had nothing else to send waited for the peer's
+ * retransmission timeout, and its old TSecr then gave the peer an RTT sample of seconds.
+ */
 static uint16_t fault_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct uiw_fault *f = port->fault;
 	uint64_t now = uiw_now_ns();
 	uint16_t got = f->inner_rx(port, pkts, n);
 
+	if (f->tx.qn > 0)
+		tx_release(port, f, now);
 	inject(f, &f->rx, pkts, got, port->pool, now);
 	return release(&f->rx, pkts, n, now);
 }
@@ -176,8 +200,6 @@ static uint16_t fault_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 {
 	struct uiw_fault *f = port->fault;
 	uint64_t now = uiw_now_ns();
-	struct rte_mbuf *out[UIW_PORT_TX_BUF];
-	uint16_t k, sent;
 
 	/* The wrapper holds frames past tx_burst, which a frame pointing into lent memory
 	 * (uiw_port.tx_ext) must not outlive: such frames are held as copies. */
@@ -190,14 +212,7 @@ static uint16_t fault_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 		pkts[i] = copy;
 	}
 	inject(f, &f->tx, pkts, n, port->pool, now);
-	do {
-		k = release(&f->tx, out, UIW_PORT_TX_BUF, now);
-		sent = k > 0 ? f->inner_tx(port, out, k) : 0;
-		for (uint16_t i = sent; i < k; i++) {
-			rte_pktmbuf_free(out[i]);
-			port->counters[UIW_PORT_C_tx_drop_full]++;
-		}
-	} while (k == UIW_PORT_TX_BUF);
+	tx_release(port, f, now);
 	return n; /* every frame handed in is now the wrapper's */
 }
 

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Port objects: TX queueing and accounting, ring-pair ports through the real ethdev API. */
+#include <stdio.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
 
 #include "check_common.h"
 #include "frames.h"
+#include "uiw_fault.h"
 #include "uiw_port.h"
+#include "uiw_time.h"
 
 static struct fake_port fp;
 
@@ -94,6 +97,32 @@ START_TEST(full_tx_buffer_flushes_itself)
 }
 END_TEST
 
+/* The fault wrapper sends a frame it held back (reorder_us) once its time has come, at the
+ * next poll, even when nothing else is sent after it. */
+START_TEST(fault_wrapper_releases_held_frames_on_time)
+{
+	static struct uiw_fault f;
+	struct uiw_config cfg;
+	struct rte_mbuf *in[4];
+	uint8_t frame[60] = { 0 };
+	char err[128];
+
+	fake_port_init(&fp, MAC_US);
+	uiw_config_defaults(&cfg);
+	snprintf(cfg.fault_tx, sizeof(cfg.fault_tx), "reorder=100,reorder_us=1000");
+	ck_assert_int_eq(uiw_fault_attach(&fp.port, &f, &cfg, err, sizeof(err)), 0);
+	uiw_port_tx(&fp.port, frame_copy(frame, sizeof(frame)));
+	uiw_port_flush(&fp.port);
+	ck_assert_uint_eq(fp.nsent, 0);          /* held 1 ms */
+	uint64_t end = uiw_now_ns() + 5 * UIW_NS_PER_MS;
+
+	while (fp.nsent == 0 && uiw_now_ns() < end)
+		ck_assert_uint_eq(uiw_port_rx(&fp.port, in, 4), 0);   /* the poll, nothing sent */
+	ck_assert_uint_eq(fp.nsent, 1);
+	uiw_fault_detach(&fp.port);
+}
+END_TEST
+
 START_TEST(ring_pair_carries_frames_both_ways)
 {
 	struct uiw_config cfg;
@@ -140,6 +169,7 @@ static Suite *port_suite(void)
 	tcase_add_test(tc, frames_over_the_mtu_dropped_not_retried);
 	tcase_add_test(tc, full_tx_buffer_flushes_itself);
 	tcase_add_test(tc, ring_pair_carries_frames_both_ways);
+	tcase_add_test(tc, fault_wrapper_releases_held_frames_on_time);
 	suite_add_tcase(s, tc);
 	return s;
 }
