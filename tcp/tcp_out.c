@@ -241,11 +241,20 @@ static uint16_t adv_window(struct uiw_tcp_conn *c)
 	return (uint16_t)val;
 }
 
-/* The receive buffer less what is held: out of order here, and of an unfinished record
- * by the layer above (it was acknowledged, but it still takes room). */
+/*
+ * The receive buffer less what is held: out of order here, and of an unfinished record
+ * by the layer above (it was acknowledged, but it still takes room). The buffer counts no
+ * more than the out-of-order queue can hold in full-sized segments: a window wider than
+ * that let a sender fill everything past one hole beyond tcp_ooo_max segments, the
+ * excess was dropped unseen (no SACK for it, so no fast recovery) and only the sender's
+ * retransmission timeout brought it back.
+ */
 uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c)
 {
-	uint32_t buf = c->tcp->rcv_buf, held = c->ooo_bytes + c->ulp_bytes;
+	const struct uiw_tcp *t = c->tcp;
+	uint64_t room = t->ooo_max > 0 ? (uint64_t)t->ooo_max * tcp_our_mss(t) : UINT32_MAX;
+	uint32_t buf = room < t->rcv_buf ? (uint32_t)room : t->rcv_buf;
+	uint32_t held = c->ooo_bytes + c->ulp_bytes;
 
 	return held >= buf ? 0 : buf - held;
 }

@@ -1130,6 +1130,24 @@ START_TEST(closed_connection_gives_up_on_a_shut_window)
 }
 END_TEST
 
+/* The window offered never exceeds what the out-of-order queue holds in full-sized
+ * segments: past one hole, everything a sender may send fits there and is SACKed. */
+START_TEST(window_bounded_by_the_ooo_queue)
+{
+	struct out o;
+
+	T->ooo_max = 4;
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	inject(&(struct seg){ .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	ck_assert_uint_eq(o.win, 4 * 1460);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = o.seq + 1, .flags = UIW_TCP_ACK });
+	ck_assert_ptr_nonnull(ev.accepted);
+	ck_assert_uint_eq(uiw_tcp_rcv_window(ev.accepted), 4 * 1460);
+}
+END_TEST
+
 START_TEST(simultaneous_close_goes_through_closing)
 {
 	struct out syn = establish_passive(NULL, 0);
@@ -1175,6 +1193,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syncookie_forged_or_stale_refused);
 	tcase_add_test(tc, half_open_evicted_once_its_synack_is_unanswered);
 	tcase_add_test(tc, closed_connection_gives_up_on_a_shut_window);
+	tcase_add_test(tc, window_bounded_by_the_ooo_queue);
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
