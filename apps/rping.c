@@ -211,8 +211,12 @@ static void server_events(void)
 		setup(s, ev->id);
 		ev->id->context = s;
 		post_recv(s);
-		if (rdma_accept(ev->id, &cp) != 0)
-			server_failed(s, "rdma_accept", errno);
+		if (rdma_accept(ev->id, &cp) != 0) {
+			server_failed(s, "rdma_accept", errno);   /* exits without -P */
+			rdma_ack_cm_event(ev);
+			server_teardown(s);   /* no event will come for it */
+			return;
+		}
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		s->up = true;
