@@ -7,6 +7,7 @@
 #include <rte_eal.h>
 
 #include "mbuf_exact.h"
+#include "tcp_internal.h"
 #include "uiw_log.h"
 
 static void (*tx_check)(const struct rte_mbuf *m);
@@ -64,5 +65,57 @@ struct rte_mbuf *fuzz_exact_mbuf(struct rte_mempool *pool, const uint8_t *data, 
 
 	if (m == NULL)
 		abort();
+	return m;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+struct rte_mbuf *fuzz_tcp_frame(struct rte_mempool *pool, const uint8_t *mac, const struct fuzz_seg *s)
+{
+	static uint8_t f[14 + 1500];
+	uint8_t *ip = f + 14, *th = ip + 20;
+	unsigned hlen = 20 + ((s->optlen > 40 ? 40 : s->optlen) & ~3u);
+	uint32_t len = s->len > 1500 - 20 - hlen ? 1500 - 20 - hlen : s->len, sum;   /* one MTU */
+	struct rte_mbuf *m;
+
+	memset(f, 0, 14 + 20 + hlen);
+	memcpy(f, mac, 6);
+	f[6] = 0x02;
+	f[11] = 0x02;
+	put16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint16_t)(20 + hlen + len));
+	ip[8] = 64;
+	ip[9] = 6;
+	put32(ip + 12, s->src);
+	put32(ip + 16, s->dst);
+	put16(ip + 10, (uint16_t)~uiw_inet_sum(ip, 20));
+	put16(th, s->sport);
+	put16(th + 2, s->dport);
+	put32(th + 4, s->seq);
+	put32(th + 8, s->ack);
+	th[12] = (uint8_t)((hlen / 4) << 4);
+	th[13] = s->flags;
+	put16(th + 14, s->win);
+	memcpy(th + 20, s->opts, hlen - 20);
+	memcpy(th + hlen, s->payload, len);
+	sum = uiw_tcp_phdr_sum(s->src, s->dst, (uint16_t)(hlen + len)) + uiw_inet_sum(th, hlen + len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	put16(th + 16, (uint16_t)~sum);
+	m = rte_pktmbuf_alloc(pool);
+	if (m == NULL || rte_pktmbuf_append(m, (uint16_t)(14 + 20 + hlen + len)) == NULL)
+		abort();
+	memcpy(rte_pktmbuf_mtod(m, uint8_t *), f, 14 + 20 + hlen + len);
 	return m;
 }

@@ -22,4 +22,21 @@ void fuzz_port_init(struct uiw_port *port, struct rte_mempool *pool,
  *  overflows under ASan). Aborts on failure. */
 struct rte_mbuf *fuzz_exact_mbuf(struct rte_mempool *pool, const uint8_t *data, size_t len);
 
+/** One TCP segment. */
+struct fuzz_seg {
+	uint32_t src, dst;        /**< IPv4, host order */
+	uint16_t sport, dport;
+	uint32_t seq, ack;
+	uint8_t flags;
+	uint16_t win;
+	const uint8_t *opts;      /**< optlen (at most 40) rounded down to a multiple of 4 */
+	unsigned optlen;
+	const uint8_t *payload;
+	uint32_t len;
+};
+
+/** An Ethernet/IPv4/TCP frame of @p s to @p mac (from 02:00:00:00:00:02), checksums filled,
+ *  its payload cut to one 1500-octet MTU, in an mbuf of @p pool. Aborts without mbufs. */
+struct rte_mbuf *fuzz_tcp_frame(struct rte_mempool *pool, const uint8_t *mac, const struct fuzz_seg *s);
+
 #endif

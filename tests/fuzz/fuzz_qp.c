@@ -90,12 +90,6 @@ static void put16(uint8_t *p, uint16_t x)
 	p[1] = (uint8_t)x;
 }
 
-static void put32(uint8_t *p, uint32_t x)
-{
-	put16(p, (uint16_t)(x >> 16));
-	put16(p + 2, (uint16_t)x);
-}
-
 /* What the stack sends: its sequence numbers, and the start of its byte stream. */
 static void seen(const struct rte_mbuf *m)
 {
@@ -154,47 +148,13 @@ static void run(unsigned passes)
 static void segment(uint8_t flags, uint32_t seq, uint16_t win, const uint8_t *payload, uint32_t len,
 		    bool mss)
 {
-	uint8_t f[14 + 20 + 24 + 1500];
-	uint8_t *ip = f + 14, *th = ip + 20;
-	unsigned hlen = 20 + (mss ? 4 : 0);
-	uint32_t sum;
-	struct rte_mbuf *m;
+	static const uint8_t mss_opt[4] = { 2, 4, 0x05, 0xb4 };   /* MSS 1460 */
+	const struct fuzz_seg s = {
+		.src = PEER, .dst = US, .sport = PEER_PORT, .dport = PORT, .seq = seq,
+		.ack = (flags & UIW_TCP_ACK) ? v.their_nxt : 0, .flags = flags, .win = win,
+		.opts = mss_opt, .optlen = mss ? 4 : 0, .payload = payload, .len = len > 1460 ? 1460 : len };
+	struct rte_mbuf *m = fuzz_tcp_frame(pool, r.st.port.mac.addr_bytes, &s);
 
-	if (len > 1460)
-		len = 1460;
-	memset(f, 0, 14 + 20 + hlen);
-	memcpy(f, r.st.port.mac.addr_bytes, 6);
-	f[6] = 0x02;
-	f[11] = 0x02;
-	put16(f + 12, 0x0800);
-	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(20 + hlen + len));
-	ip[8] = 64;
-	ip[9] = 6;
-	put32(ip + 12, PEER);
-	put32(ip + 16, US);
-	put16(ip + 10, (uint16_t)~uiw_inet_sum(ip, 20));
-	put16(th, PEER_PORT);
-	put16(th + 2, PORT);
-	put32(th + 4, seq);
-	put32(th + 8, (flags & UIW_TCP_ACK) ? v.their_nxt : 0);
-	th[12] = (uint8_t)((hlen / 4) << 4);
-	th[13] = flags;
-	put16(th + 14, win);
-	if (mss) {
-		th[20] = 2;
-		th[21] = 4;
-		put16(th + 22, 1460);
-	}
-	memcpy(th + hlen, payload, len);
-	sum = uiw_tcp_phdr_sum(PEER, US, (uint16_t)(hlen + len)) + uiw_inet_sum(th, hlen + len);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	put16(th + 16, (uint16_t)~sum);
-	m = rte_pktmbuf_alloc(pool);
-	if (m == NULL)
-		abort();
-	memcpy(rte_pktmbuf_append(m, (uint16_t)(14 + 20 + hlen + len)), f, 14 + 20 + hlen + len);
 	uiw_net_input(&r.st.net, &m, 1, r.now);
 	run(2);
 }

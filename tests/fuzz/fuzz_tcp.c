@@ -55,61 +55,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static uint16_t put_be16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-	return v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	put_be16(p, (uint16_t)(v >> 16));
-	put_be16(p + 2, (uint16_t)v);
-}
-
 /* Builds and feeds one segment from PEER:port to US:80 (or to the active connection). */
 static void feed(struct uiw_tcp *t, const uint8_t *rec, const uint8_t *opts, unsigned optlen,
 		 const uint8_t *payload, unsigned paylen, uint16_t dport, uint64_t now)
 {
-	uint8_t f[14 + 20 + 60 + 256] = { 0 };
-	uint8_t *ip = f + 14, *th = ip + 20;
-	unsigned hlen = 20 + (optlen & ~3u);
 	struct uiw_tcp_conn *c = uiw_tcp_lookup(t, US, dport, PEER, 40000);
-	uint32_t seq = ((uint32_t)rec[1] << 8 | rec[2]) + (c ? c->irs + 1 : 1000);
-	uint32_t ack = ((uint32_t)rec[3] << 8 | rec[4]) + (c ? c->iss : 0);
-	uint32_t sum;
-	struct rte_mbuf *m;
+	const struct fuzz_seg s = {
+		.src = PEER, .dst = US, .sport = 40000, .dport = dport,
+		.seq = ((uint32_t)rec[1] << 8 | rec[2]) + (c ? c->irs + 1 : 1000),
+		.ack = ((uint32_t)rec[3] << 8 | rec[4]) + (c ? c->iss : 0),
+		.flags = rec[0], .win = (uint16_t)(rec[5] << 8 | rec[6]),
+		.opts = opts, .optlen = optlen, .payload = payload, .len = paylen };
+	struct rte_mbuf *m = fuzz_tcp_frame(pool, port.mac.addr_bytes, &s);
 
-	memcpy(f, port.mac.addr_bytes, 6);
-	f[6] = 0x02;
-	f[11] = 0x02;
-	put_be16(f + 12, 0x0800);
-	ip[0] = 0x45;
-	put_be16(ip + 2, (uint16_t)(20 + hlen + paylen));
-	ip[8] = 64;
-	ip[9] = 6;
-	put_be32(ip + 12, PEER);
-	put_be32(ip + 16, US);
-	put_be16(ip + 10, (uint16_t)~uiw_inet_sum(ip, 20));
-	put_be16(th, 40000);
-	put_be16(th + 2, dport);
-	put_be32(th + 4, seq);
-	put_be32(th + 8, ack);
-	th[12] = (uint8_t)((hlen / 4) << 4);
-	th[13] = rec[0];
-	th[14] = rec[5];
-	th[15] = rec[6];
-	memcpy(th + 20, opts, hlen - 20);
-	memcpy(th + hlen, payload, paylen);
-	sum = uiw_tcp_phdr_sum(PEER, US, (uint16_t)(hlen + paylen)) + uiw_inet_sum(th, hlen + paylen);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	put_be16(th + 16, (uint16_t)~sum);
-	m = rte_pktmbuf_alloc(pool);
-	if (m == NULL)
-		abort();
-	memcpy(rte_pktmbuf_append(m, (uint16_t)(14 + 20 + hlen + paylen)), f, 14 + 20 + hlen + paylen);
 	uiw_net_input(&net, &m, 1, now);
 	uiw_tcp_run(t, now);
 	uiw_port_flush(&port);
