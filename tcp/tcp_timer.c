@@ -198,7 +198,7 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 	/* Only a zero-window probe's octet outstanding: no loss, and no count toward
 	 * tcp_retries (a peer that answers its probes keeps an open connection, RFC 9293
 	 * §3.8.6.1); the persist timer goes on. */
-	if (c->snd_wnd == 0 && c->snd_max == c->snd_una + 1 && c->sq.bytes > 1) {
+	if (c->snd_wnd == 0 && c->snd_max == c->snd_una + 1 && c->sq.bytes > 0) {
 		if (c->t_persist == 0)
 			c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
 		return;
