@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,11 +236,31 @@ static void srv_work(void)
 	}
 }
 
+/* SIGINT or SIGTERM: with $UIWARP_STATS, the counters are printed before the end (a
+ * listening server runs until it is stopped; a stuck client is stopped by its timeout). */
+static volatile sig_atomic_t stop_signal;
+static struct uiw_stack *stats_stack;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static bool stats_wanted(void)
+{
+	return getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0;
+}
+
 static void progress(const struct hello *ask)
 {
 	static unsigned passes;
 	struct rdma_cm_event *ev;
 
+	if (stop_signal != 0) {
+		if (stats_wanted() && stats_stack != NULL)
+			app_print_counters("this instance, at the signal", stats_stack);
+		exit(128 + stop_signal);
+	}
 	uiw_verbs_progress();
 	/* CM events are rare, and each look at a non-blocking channel costs a system call
 	 * (its O_NONBLOCK flag): look every 64 passes. */
@@ -409,6 +430,8 @@ static void wait_for(bool *flag, const struct hello *ask)
 	while (!*flag) {
 		if (uiw_now_ns() > end) {
 			fprintf(stderr, "uiwarp-perf: timed out waiting for the connection\n");
+			if (stats_wanted() && stats_stack != NULL)
+				app_print_counters("this instance, timed out", stats_stack);
 			exit(1);
 		}
 		if (cli.cq != NULL) {
@@ -486,6 +509,11 @@ int main(int argc, char **argv)
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 2;
 	open_devices(&o, &cfg, &a, &b);
+	if (!o.m.pair) {
+		stats_stack = &a;
+		signal(SIGINT, on_stop_signal);
+		signal(SIGTERM, on_stop_signal);
+	}
 	uint16_t port = o.m.pair ? 18515 : o.m.listen_port ? o.m.listen_port : o.m.connect_port;
 
 	if (o.m.pair || o.m.listen_port) {
@@ -513,7 +541,7 @@ int main(int argc, char **argv)
 	for (uint32_t size = o.min_size; size <= o.max_size; size *= 2)
 		one_size(&o, o.m.pair ? UIW_STACK_PAIR_IP_B : o.m.connect_ip, port, size);
 	/* $UIWARP_STATS, as for the drop-in libraries: every layer's counters at the end. */
-	if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0) {
+	if (stats_wanted()) {
 		app_print_counters(o.m.pair ? "A (client)" : "the client", &a);
 		if (o.m.pair)
 			app_print_counters("B (server)", &b);

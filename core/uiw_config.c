@@ -42,6 +42,8 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->mpa_markers = 0;
 	cfg->mpa_markers_ok = 1;
 	cfg->tx_zero_copy = 0;
+	cfg->tso = 0;
+	cfg->lro = 1;
 	cfg->mpa_p2p = 0;
 	cfg->mpa_rtr = 2 | 4;
 	cfg->mpa_ird = 16;
@@ -171,6 +173,8 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("mpa_ord", mpa_ord, 0, 128),
 	UINT_KEY("mpa_pd_max", mpa_pd_max, 0, 512),
 	UINT_KEY("tx_zero_copy", tx_zero_copy, 0, 2),
+	UINT_KEY("tso", tso, 0, 1),
+	UINT_KEY("lro", lro, 0, 1),
 	UINT_KEY("mpa_reply_timeout_ms", mpa_reply_timeout_ms, 10, 600000),
 	UINT_KEY("mpa_request_timeout_ms", mpa_request_timeout_ms, 10, 600000),
 	UINT_KEY("mpa_initiator_delay_us", mpa_initiator_delay_us, 0, 1000000),

@@ -79,6 +79,8 @@ struct uiw_config {
 	unsigned mpa_ird;                  /**< inbound Read Requests we serve at once */
 	unsigned mpa_ord;                  /**< outbound Read Requests at once */
 	unsigned mpa_pd_max;               /**< largest private data taken from a peer */
+	unsigned tso;                      /**< TCP segmentation offload where the port has it */
+	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */
 	unsigned tx_zero_copy;             /**< Sends and Writes go out from registered memory:
 	                                    *   0 never (default), 1 where the port can, 2 always */
 	unsigned mpa_reply_timeout_ms;     /**< initiator: wait for the Reply */

@@ -309,6 +309,23 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 	 * takes chains, and the PMD is told so (else it refuses the MTU). */
 	if (cfg->mtu > RTE_ETHER_MTU)
 		conf.rxmode.offloads |= info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER;
+	/* TSO: TCP hands the PMD frames of many segments, which it (or the device, or the
+	 * peer's large receive) cuts at tso_segsz. It needs chained frames and the checksum
+	 * offload, as the segments' checksums are the PMD's to fill. */
+	/* Not on net_tap: its transmit (DPDK 22.11) never took a TSO frame of MSS-sized
+	 * segments; the frame stayed at the head of the queue (docs/CONFIG.md). */
+	if (cfg->tso && strcmp(info->driver_name, "net_tap") != 0 &&
+	    (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO) &&
+	    (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) &&
+	    (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_CKSUM))
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	/* Large receive: the PMD may hand over frames of many segments (virtio's GSO frames,
+	 * a NIC's LRO), chained; TCP takes a segment of any length. */
+	if (cfg->lro && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_TCP_LRO)) {
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TCP_LRO |
+					(info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER);
+		conf.rxmode.max_lro_pkt_size = info->max_lro_pkt_size;
+	}
 	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
 	if (rc != 0) {
 		UIW_ERR("port %s: configure failed: %s", port->name, strerror(-rc));
@@ -316,6 +333,13 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 	}
 	port->tx_offloads = conf.txmode.offloads;
 	port->rx_offloads = conf.rxmode.offloads;
+	if (port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO) {
+		/* The IPv4 total length is 16 bits; 128 octets cover the largest headers. */
+		port->tso_max = UINT16_MAX - 128;
+		port->tso_segs = info->tx_desc_lim.nb_seg_max != 0 &&
+				 info->tx_desc_lim.nb_seg_max < UIW_PORT_TSO_SEGS
+				 ? info->tx_desc_lim.nb_seg_max : UIW_PORT_TSO_SEGS;
+	}
 	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
 	rc = rte_eth_rx_queue_setup(pid, 0, nrx, (unsigned)rte_eth_dev_socket_id(pid), NULL,
 				    port->pool);
@@ -354,12 +378,43 @@ static void setup_mtu(struct uiw_port *port, const struct rte_eth_dev_info *info
 	}
 }
 
+const char *uiw_port_offloads_str(const struct uiw_port *port, char *buf, size_t len)
+{
+	static const struct {
+		bool tx;
+		uint64_t flag;
+		const char *name;
+	} names[] = {
+		{ true, RTE_ETH_TX_OFFLOAD_IPV4_CKSUM, "tx-ip-cksum" },
+		{ true, RTE_ETH_TX_OFFLOAD_TCP_CKSUM, "tx-tcp-cksum" },
+		{ true, RTE_ETH_TX_OFFLOAD_TCP_TSO, "tso" },
+		{ true, RTE_ETH_TX_OFFLOAD_MULTI_SEGS, "tx-chains" },
+		{ false, RTE_ETH_RX_OFFLOAD_IPV4_CKSUM, "rx-ip-cksum" },
+		{ false, RTE_ETH_RX_OFFLOAD_TCP_CKSUM, "rx-tcp-cksum" },
+		{ false, RTE_ETH_RX_OFFLOAD_TCP_LRO, "lro" },
+		{ false, RTE_ETH_RX_OFFLOAD_SCATTER, "rx-chains" },
+	};
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < RTE_DIM(names); i++) {
+		uint64_t on = names[i].tx ? port->tx_offloads : port->rx_offloads;
+
+		if ((on & names[i].flag) && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "", names[i].name);
+	}
+	if (n == 0)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
 int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct uiw_config *cfg)
 {
 	struct rte_eth_dev_info info;
 	char pool_name[RTE_MEMPOOL_NAMESIZE];
 	unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
 	unsigned need = RTE_PKTMBUF_HEADROOM + cfg->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_ETHER_CRC_LEN;
+	char offs[160];
 	int rc;
 
 	memset(port, 0, sizeof(*port));
@@ -424,9 +479,9 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		memcpy(port->mac.addr_bytes, cfg->mac, 6);
 	else if (rte_is_zero_ether_addr(&port->mac))
 		rte_eth_random_addr(port->mac.addr_bytes);
-	UIW_INFO("port %s: up, id %u, MAC " RTE_ETHER_ADDR_PRT_FMT ", MTU %u, tx offloads %#" PRIx64,
+	UIW_INFO("port %s: up, id %u, MAC " RTE_ETHER_ADDR_PRT_FMT ", MTU %u, offloads: %s",
 		 port->name, port_id, RTE_ETHER_ADDR_BYTES(&port->mac), port->mtu,
-		 port->tx_offloads);
+		 uiw_port_offloads_str(port, offs, sizeof(offs)));
 	return 0;
 fail:
 	rte_eth_dev_close(port_id);

@@ -23,6 +23,7 @@
 
 #define UIW_PORT_NONE UINT16_MAX /**< port_id of a test port */
 #define UIW_PORT_TX_BUF 64       /**< frames queued before a forced flush */
+#define UIW_PORT_TSO_SEGS 64     /**< the most mbufs one TSO frame chains */
 
 #define UIW_PORT_COUNTERS(X)                                                         \
 	X(rx_packets, "frames received from the PMD")                                \
@@ -59,6 +60,9 @@ struct uiw_port {
 	bool is_vdev;                 /**< removed by uiw_port_close() */
 	uint64_t tx_offloads;         /**< RTE_ETH_TX_OFFLOAD_* enabled on the port */
 	uint64_t rx_offloads;         /**< RTE_ETH_RX_OFFLOAD_* enabled on the port */
+	uint32_t tso_max;             /**< TSO: the most TCP payload one frame may carry for the
+	                               *   PMD to cut (0: no TSO) */
+	uint16_t tso_segs;            /**< TSO: the most mbufs one such frame may chain */
 	uiw_burst_fn rx_burst;
 	uiw_burst_fn tx_burst;
 	void *user;                   /**< for the burst functions of a test port */
@@ -136,6 +140,9 @@ static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts
 	return got;
 }
 
+/** The offloads in use on @p port, as words ("tx-tcp-cksum tso ..." or "none"). */
+const char *uiw_port_offloads_str(const struct uiw_port *port, char *buf, size_t len);
+
 /** Copies the PMD's own drop counts (ethdev stats) into the port's counters. */
 void uiw_port_read_pmd_counters(struct uiw_port *port);
 
@@ -159,7 +166,8 @@ void uiw_port_drop_external(struct uiw_port *port);
  */
 static inline void uiw_port_tx(struct uiw_port *port, struct rte_mbuf *m)
 {
-	if (unlikely(m->pkt_len > (uint32_t)port->mtu + RTE_ETHER_HDR_LEN)) {
+	if (unlikely(m->pkt_len > (uint32_t)port->mtu + RTE_ETHER_HDR_LEN) &&
+	    !(m->ol_flags & RTE_MBUF_F_TX_TCP_SEG)) {
 		rte_pktmbuf_free(m);
 		port->counters[UIW_PORT_C_tx_drop_too_big]++;
 		return;

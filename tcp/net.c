@@ -122,13 +122,16 @@ int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_
 		}
 		nexthop = net->gateway;
 	}
-	if (payload + UIW_IPV4_HDR_LEN > net->port->mtu ||
+	if ((payload + UIW_IPV4_HDR_LEN > net->port->mtu &&
+	     (!(m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) || payload + UIW_IPV4_HDR_LEN > UINT16_MAX)) ||
 	    rte_pktmbuf_prepend(m, UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN) == NULL) {
 		rte_pktmbuf_free(m);
 		return -ENOBUFS;
 	}
 	ih = rte_pktmbuf_mtod_offset(m, struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);
 	uiw_ipv4_build(ih, proto, net->ip, dst, (uint16_t)payload, net->ip_id++);
+	if (m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM)
+		ih->cksum = uiw_be16_of(0); /* the PMD's, per segment (TSO) */
 	m->l2_len = UIW_ETH_HDR_LEN;
 	m->l3_len = UIW_IPV4_HDR_LEN;
 	net->counters[UIW_NET_C_ip_tx]++;

@@ -64,6 +64,8 @@
 	X(close_window_shut, "closed connections reset: the peer kept its window shut through every probe") \
 	X(tail_loss_probes, "tail loss probes sent (RFC 8985 §7)")                            \
 	X(tx_segs, "segments sent")                                                          \
+	X(tx_tso_frames, "frames of many segments handed to the PMD to cut (TSO)")           \
+	X(rx_large, "segments received longer than the MSS (large receive: LRO, GSO frames)") \
 	X(tx_nombuf, "segments not sent: no mbuf (data retried the next pass)")                   \
 	X(tx_record_wait, "sends held so as not to split a record (FPDU) at the window edge") \
 	X(tx_port_wait, "sends held for the port's full TX queue (resumed the next pass)")   \

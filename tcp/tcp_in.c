@@ -650,6 +650,11 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	deliver(c, m);
 	while (!(c->flags & TF_DOOMED) && (m = uiw_tcp_reass_pull(c)) != NULL)
 		deliver(c, m);
+	/* A large-receive frame (LRO, a virtio GSO frame) is many segments: ACK it now. */
+	if (len > tcp_our_mss(c->tcp)) {
+		tcp_count(c->tcp, UIW_TCP_C_rx_large);
+		had_ooo = true;
+	}
 	ack_policy(c, had_ooo);
 	return !(c->flags & TF_DOOMED);
 }

@@ -145,7 +145,7 @@ static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t
  * queued mbuf then lives until both the queue and the PMD are done with it.
  * @return false when that was not possible. */
 static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, uint32_t n,
-		     struct rte_mbuf *seg, bool attach)
+		     struct rte_mbuf *seg, bool attach, unsigned max_segs)
 {
 	struct rte_mbuf *mi;
 	char *dst;
@@ -159,7 +159,7 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 		memcpy(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n);
 		return true;
 	}
-	if (seg->nb_segs >= TCP_MAX_TX_SEGS)
+	if (seg->nb_segs >= max_segs)
 		return false;
 	mi = rte_pktmbuf_alloc(c->tcp->port->pool);
 	if (mi == NULL)
@@ -178,12 +178,14 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 
 /*
  * Appends up to @p max bytes from sequence @p seq to @p seg, stopping before a record
- * start (UIW_TCP_SEND_RECORD) that is not the first byte. @return bytes appended.
+ * start (UIW_TCP_SEND_RECORD) that is not the first byte, unless the frame is one for
+ * TSO (@p tso). @return bytes appended.
  */
 static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
-			  struct rte_mbuf *seg, bool attach)
+			  struct rte_mbuf *seg, bool attach, unsigned max_segs, bool tso)
 {
-	uint64_t record = c->tcp->record_flag;
+	/* A TSO frame spans records: the PMD's cuts keep them apart (tso_plan()). */
+	uint64_t record = tso ? 0 : c->tcp->record_flag;
 	uint32_t mseq, done = 0;
 	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
 
@@ -192,7 +194,7 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
 
 		if ((done > 0 && off == 0 && (m->ol_flags & record)) ||
-		    !sndq_put(c, m, off, n, seg, attach))
+		    !sndq_put(c, m, off, n, seg, attach, max_segs))
 			break;
 		done += n;
 		if (off + n == m->data_len) {
@@ -223,6 +225,72 @@ static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t m
 	for (m = m->next; m != NULL && n < max && !(m->ol_flags & record); m = m->next)
 		n += m->data_len;
 	return u32_min(n, max);
+}
+
+/* True when the PMD may be given @p m by reference (else sndq_put() copies it). */
+static bool sndq_can_attach(const struct uiw_tcp_conn *c, const struct rte_mbuf *m)
+{
+	return !RTE_MBUF_HAS_EXTBUF(m) || c->tcp->port->tx_ext;
+}
+
+/*
+ * TSO: how many bytes from @p seq (at most @p room) one frame carries for the PMD to cut
+ * into segments of *@p segsz payload bytes. RFC 5044 §8 must still hold on the wire after
+ * the cut: each segment one whole FPDU. So a frame of records (FPDUs) takes whole records
+ * of one length L (*segsz = L) and at most one shorter record, last; the PMD's cuts then
+ * fall on record boundaries. A stream without records is cut at the MSS. Every byte goes
+ * by reference (no frame longer than an mbuf is copied). @return 0 when the frame would
+ * not hold two segments: send them one by one.
+ */
+static uint32_t tso_plan(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, uint16_t *segsz)
+{
+	uint64_t record = c->tcp->record_flag;
+	uint32_t mseq, total = 0, len = 0;
+	unsigned segs = 1, max_segs = c->tcp->port->tso_segs;
+	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
+
+	room = u32_min(room, c->tcp->port->tso_max);
+	if (m == NULL || room <= c->mss || uiw_port_tx_room(c->tcp->port) == 0)
+		return 0;
+	if (seq != mseq || !(m->ol_flags & record)) {
+		/* Plain stream data, up to the next record start. */
+		uint32_t off = seq - mseq;
+
+		for (; m != NULL && total < room && segs < max_segs; m = m->next, off = 0) {
+			if ((total > 0 && (m->ol_flags & record)) || !sndq_can_attach(c, m))
+				break;
+			total += u32_min((uint32_t)m->data_len - off, room - total);
+			segs++;
+		}
+		*segsz = c->mss;
+		return total > c->mss ? total : 0;
+	}
+	while (m != NULL) {
+		uint32_t rlen = 0;
+		unsigned pieces = 0;
+		struct rte_mbuf *p = m;
+
+		do {
+			if (!sndq_can_attach(c, p))
+				goto out;
+			rlen += p->data_len;
+			pieces++;
+			p = p->next;
+		} while (p != NULL && !(p->ol_flags & record));
+		if (rlen > c->mss || (len != 0 && rlen > len) || total + rlen > room ||
+		    segs + pieces > max_segs)
+			break;
+		if (len == 0)
+			len = rlen;
+		total += rlen;
+		segs += pieces;
+		m = p;
+		if (rlen < len)
+			break;
+	}
+out:
+	*segsz = (uint16_t)len;
+	return len != 0 && total > len ? total : 0;
 }
 
 /* RFC 9293 §3.8.6.2.2: the right edge never moves left; SWS avoided by the scale. */
@@ -273,6 +341,20 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 {
 	uint32_t sum = uiw_tcp_phdr_sum(src, dst, (uint16_t)tcp_len);
 
+	/* DPDK's TSO: the field holds the pseudo-header sum without the length, which the
+	 * PMD adds per segment; the IP checksum too is the PMD's where it offers it. */
+	if (m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) {
+		sum = uiw_tcp_phdr_sum(src, dst, 0);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		th->cksum = uiw_be16_of((uint16_t)sum);
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+		if (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM)
+			m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+		m->l4_len = uiw_tcp_hdr_len(th);
+		return;
+	}
+
 	if (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) {
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -300,7 +382,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
  * Control segments (SYN, FIN, ACK, RST) are not held.
  */
 static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
-			   uint32_t tsval)
+			   uint32_t tsval, uint16_t tso_segsz)
 {
 	struct uiw_tcp *t = c->tcp;
 	struct rte_mbuf *m;
@@ -334,9 +416,22 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	memcpy(th + 1, opts, optlen);
 	max = t->port->mtu - UIW_IPV4_HDR_LEN - hlen;
-	if (len > 0)
+	if (tso_segsz != 0) {
+		/* One frame of many segments (tso_plan()): all of it by reference, or none. */
+		n = sndq_take(c, seq, len, m, true, t->port->tso_segs, true);
+		if (n != len) {
+			rte_pktmbuf_free(m);
+			tcp_count(t, UIW_TCP_C_tx_nombuf);
+			uiw_tcp_mark_blocked(c);
+			return -ENOMEM;
+		}
+		m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
+		m->tso_segsz = tso_segsz;
+	} else if (len > 0) {
 		n = sndq_take(c, seq, u32_min(len, max), m,
-			      (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0);
+			      (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0,
+			      TCP_MAX_TX_SEGS, false);
+	}
 	if (n < len)
 		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */
 	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(uiw_tcp_rcv_window(c), 0xffffu) : adv_window(c);
@@ -351,9 +446,17 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 		c->t_delack = 0;
 		c->unacked_segs = 0;
 	}
-	c->st.segs_out++;
+	if (tso_segsz != 0) {
+		uint32_t segs = (n + tso_segsz - 1) / tso_segsz;
+
+		c->st.segs_out += segs;
+		t->counters[UIW_TCP_C_tx_segs] += segs;
+		tcp_count(t, UIW_TCP_C_tx_tso_frames);
+	} else {
+		c->st.segs_out++;
+		tcp_count(t, UIW_TCP_C_tx_segs);
+	}
 	c->st.bytes_out += n;
-	tcp_count(t, UIW_TCP_C_tx_segs);
 	rc = uiw_net_output(t->net, m, c->raddr, UIW_IPPROTO_TCP, t->now);
 	if (rc == -EHOSTUNREACH)
 		return rc;
@@ -362,13 +465,13 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 
 int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
 {
-	return send_segment_ts(c, seq, len, flags, uiw_tcp_ts_now(c->tcp));
+	return send_segment_ts(c, seq, len, flags, uiw_tcp_ts_now(c->tcp), 0);
 }
 
 /* A SYN-ACK whose TSval is given (a SYN cookie's, tcp_syncookie.c). */
 void uiw_tcp_send_synack_ts(struct uiw_tcp_conn *c, uint32_t tsval)
 {
-	send_segment_ts(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK, tsval);
+	send_segment_ts(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK, tsval, 0);
 }
 
 void uiw_tcp_send_ack(struct uiw_tcp_conn *c)
@@ -510,6 +613,24 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 			if (!seq_lt(c->snd_nxt, cwnd_end))
 				break;
 			room = seq_min(rwnd_end, cwnd_end) - c->snd_nxt;
+		}
+		if (c->tcp->port->tso_max != 0 && !(c->flags & TF_IN_RECOVERY)) {
+			uint16_t segsz = 0;
+			uint32_t tlen = tso_plan(c, c->snd_nxt, u32_min(room, end - c->snd_nxt),
+						 &segsz);
+
+			if (tlen != 0) {
+				n = send_segment_ts(c, c->snd_nxt, tlen,
+						    (c->snd_nxt + tlen == end) ? UIW_TCP_PSH : 0,
+						    uiw_tcp_ts_now(c->tcp), segsz);
+				if (n <= 0)
+					break;
+				uiw_tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
+				c->snd_nxt += (uint32_t)n;
+				pipe += (uint32_t)n;
+				sent = true;
+				continue;
+			}
 		}
 		len = u32_min(u32_min((uint32_t)c->mss, room), end - c->snd_nxt);
 		/* RFC 5044 §8: an MPA-aware sender keeps each FPDU in one segment. When the

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_ethdev.h>
+
 #include "check_common.h"
 #include "pcapw.h"
 #include "uiw_time.h"
@@ -27,10 +29,30 @@ static uint16_t q_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 	uint16_t k = 0;
 
 	while (k < n && s->txq->tail - s->txq->head < PAIR_Q_LEN) {
-		s->txq->m[s->txq->tail % PAIR_Q_LEN] = pkts[k++];
-		s->txq->tail++;
+		struct rte_mbuf *cut[256];
+		uint16_t nc;
+
+		if (s->tso == NULL) {
+			s->txq->m[s->txq->tail % PAIR_Q_LEN] = pkts[k++];
+			s->txq->tail++;
+			continue;
+		}
+		if (PAIR_Q_LEN - (s->txq->tail - s->txq->head) < RTE_DIM(cut))
+			break;
+		nc = s->tso(pkts[k++], cut, RTE_DIM(cut));
+		for (uint16_t i = 0; i < nc; i++)
+			s->txq->m[s->txq->tail++ % PAIR_Q_LEN] = cut[i];
 	}
 	return k;
+}
+
+void pair_enable_tso(struct pair_side *s, pair_tso_fn cut)
+{
+	s->tso = cut;
+	s->st.port.tx_offloads |= RTE_ETH_TX_OFFLOAD_TCP_TSO | RTE_ETH_TX_OFFLOAD_TCP_CKSUM |
+				  RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	s->st.port.tso_max = UINT16_MAX - 128;
+	s->st.port.tso_segs = UIW_PORT_TSO_SEGS;
 }
 
 static uint16_t q_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)

@@ -20,9 +20,14 @@ struct pair_q {
 	unsigned head, tail;
 };
 
+/** Does what a NIC does to a frame on its way out: cuts a TSO frame into at most @p max
+ *  frames in @p out, fills the checksums the stack left to it. @return how many. */
+typedef uint16_t (*pair_tso_fn)(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max);
+
 struct pair_side {
 	struct uiw_stack st;      /* on an in-memory port; the configuration's faults, if any */
 	struct pair_q *rxq, *txq;
+	pair_tso_fn tso;          /* set by pair_enable_tso() */
 };
 
 extern struct pair_side pair_a, pair_b;
@@ -37,6 +42,11 @@ void pair_teardown(void);
  * wrapper drops any) to $UIW_PAIR_PCAP_DIR/@p name.pcap until pair_teardown().
  */
 void pair_capture(const char *name);
+
+/** Gives @p s's port TSO and the checksum offloads (as a PMD that offers them would):
+ *  every frame it sends goes through @p cut, which does the NIC's part, on its way to
+ *  the peer. */
+void pair_enable_tso(struct pair_side *s, pair_tso_fn cut);
 
 /** One poll pass of both sides plus MPA timeouts. */
 void pair_poll(void);

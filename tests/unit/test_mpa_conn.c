@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_ethdev.h>
+#include <rte_gso.h>
+
 #include "check_common.h"
 #include "pair_fixture.h"
 #include "tcp_internal.h"
@@ -298,6 +301,144 @@ START_TEST(negotiation_matrix)
 	ck_assert_msg(ini.err == 0 && rsp.err == 0, "%s / %s", ini.reason, rsp.reason);
 	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.st.mpa) + uiw_mpa_conn_count(pair_b.st.mpa), 0);
 	ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_crc_err) + ctr(&pair_b, UIW_MPA_C_crc_err), 0);
+}
+END_TEST
+
+/* ---- TSO: side A hands over frames of many segments, cut here as a NIC cuts them. ---- */
+
+static unsigned tso_frames, tso_segs, frame_len, frame_segsz;
+
+/* The NIC's checksums: the IPv4 header's when asked; TCP's from the pseudo-header sum the
+ * stack left in the field (with TSO, without the length, which is added per segment). */
+static void nic_fill(struct rte_mbuf *m, bool tso)
+{
+	struct uiw_ipv4_hdr *ih = rte_pktmbuf_mtod_offset(m, struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);
+	uint32_t off = UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN, tcp_len = m->pkt_len - off;
+	struct uiw_tcp_hdr *th = rte_pktmbuf_mtod_offset(m, struct uiw_tcp_hdr *, off);
+
+	if (m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM) {
+		ck_assert_uint_eq(uiw_be16_get(ih->cksum), 0);
+		ih->cksum = uiw_inet_cksum_of(uiw_inet_sum(ih, UIW_IPV4_HDR_LEN));
+	}
+	if (m->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM) {
+		uint32_t sum = uiw_inet_sum_mbuf(m, off, tcp_len) + (tso ? tcp_len : 0);
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		th->cksum = uiw_inet_cksum_of((uint16_t)sum);
+	}
+	m->ol_flags = 0;
+}
+
+/* RFC 5044 §8 on the wire: the payload of each segment is exactly one FPDU (CRC on). */
+static void check_one_fpdu(const struct rte_mbuf *m)
+{
+	uint32_t off = UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN;
+	const struct uiw_tcp_hdr *th = rte_pktmbuf_mtod_offset(m, const struct uiw_tcp_hdr *, off);
+	uint32_t payload = m->pkt_len - off - uiw_tcp_hdr_len(th);
+	uint8_t buf[2];
+	const uint8_t *lenf;
+	uint32_t ulpdu, fpdu;
+
+	ck_assert_uint_gt(payload, 0);
+	lenf = rte_pktmbuf_read(m, off + uiw_tcp_hdr_len(th), 2, buf);
+	ck_assert_ptr_nonnull(lenf);
+	ulpdu = (uint32_t)lenf[0] << 8 | lenf[1];
+	fpdu = (2 + ulpdu + 3) / 4 * 4 + 4;
+	ck_assert_msg(fpdu == payload, "a segment of %u octets holds an FPDU of %u (frame %u, segsz %u)", payload, fpdu, frame_len, frame_segsz);
+}
+
+static uint16_t nic_cut(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max)
+{
+	bool tso = (m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) != 0;
+	uint16_t n = 1;
+
+	if (tso) {
+		/* DPDK's own segmenter (the one net_tap uses for TSO). */
+		struct rte_gso_ctx ctx = {
+			.direct_pool = test_pool(), .indirect_pool = test_pool(),
+			.gso_types = RTE_ETH_TX_OFFLOAD_TCP_TSO,
+			.gso_size = (uint16_t)(m->tso_segsz + m->l2_len + m->l3_len + m->l4_len),
+		};
+		int r;
+
+		frame_len = m->pkt_len;
+		frame_segsz = m->tso_segsz;
+		r = rte_gso_segment(m, &ctx, out, max);
+
+		ck_assert_int_gt(r, 1);
+		rte_pktmbuf_free(m);
+		n = (uint16_t)r;
+		tso_frames++;
+		tso_segs += n;
+	} else {
+		out[0] = m;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		nic_fill(out[i], tso);
+		if (tso)
+			check_one_fpdu(out[i]);
+	}
+	return n;
+}
+
+/*
+ * TSO keeps one FPDU per segment: side A's port offers TSO; its TCP hands over frames of
+ * whole FPDUs of one length and at most one shorter last, with tso_segsz that length.
+ * DPDK's segmenter cuts them; every segment must hold exactly one FPDU, carry the right
+ * checksums (B checks them in software) and the CRCs (B checks them), and B gets every
+ * ULPDU in order.
+ */
+START_TEST(tso_frames_cut_one_fpdu_per_segment)
+{
+	struct uiw_mpa_params ip, lp;
+	static uint32_t sizes[160];
+	uint32_t n = 0, total = 0, want[2];
+
+	tso_frames = tso_segs = 0;
+	pair_enable_tso(&pair_a, nic_cut);
+	params(&ip);
+	ip.crc = true;
+	params(&lp);
+	lp.crc = true;
+	rsp.accept_p = lp;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini,
+					 uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert_msg(ini.established && rsp.established, "%s / %s", ini.reason, rsp.reason);
+
+	uint32_t mul = ini.info.mulpdu;
+	const uint32_t runs[][2] = { { 30, mul }, { 1, 5 }, { 20, mul }, { 10, mul - 100 },
+				     { 1, 1 }, { 12, mul }, { 3, 700 }, { 30, mul } };
+
+	for (unsigned r = 0; r < RTE_DIM(runs); r++)
+		for (uint32_t k = 0; k < runs[r][0]; k++) {
+			sizes[n++] = runs[r][1];
+			total += runs[r][1];
+		}
+	want[0] = 0;
+	want[1] = total;
+	for (uint32_t i = 0; i < n; i++) {
+		static uint8_t buf[65536];
+		struct uiw_mpa_iov iov = { buf, sizes[i] };
+		uint64_t end = uiw_now_ns() + 3 * UIW_NS_PER_S;
+		int rc;
+
+		pattern(buf, sizes[i], (uint8_t)sizes[i]);
+		while ((rc = uiw_mpa_send(ini.c, &iov, 1)) == -ENOBUFS && uiw_now_ns() < end)
+			pair_poll();
+		ck_assert_int_eq(rc, 0);
+	}
+	ck_assert(pair_run_until(got_octets, want, 5000));
+	pair_run_for(5);
+	check_received(&rsp, sizes, n);
+	ck_assert_uint_gt(tso_frames, 0);
+	ck_assert_uint_eq(uiw_tcp_counters(pair_a.st.tcp)[UIW_TCP_C_tx_tso_frames], tso_frames);
+	ck_assert_uint_eq(uiw_tcp_counters(pair_b.st.tcp)[UIW_TCP_C_drop_cksum], 0);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_crc_err), 0);
+	uiw_mpa_close(ini.c);
+	ck_assert(pair_run_until(both_closed, NULL, 3000));
 }
 END_TEST
 
@@ -971,6 +1112,7 @@ int main(void)
 	tcase_add_test(tc, wrong_rtr_terminated);
 	tcase_add_test(tc, pd_512_with_raised_cap);
 	tcase_add_test(tc, responder_crc_and_reject_by_owner);
+	tcase_add_test(tc, tso_frames_cut_one_fpdu_per_segment);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
