@@ -212,11 +212,48 @@ static bool build_view(struct uiw_mpa_deframer *d, uint32_t ulen, struct uiw_mpa
 	return true;
 }
 
+/* one_fpdu() for the common case: no Markers and the whole FPDU, @p wire octets from @p p,
+ * inside the first held segment. One CRC call over the bytes where they lie, a view of
+ * one piece. */
+static enum uiw_mpa_rx one_fpdu_flat(struct uiw_mpa_deframer *d, const uint8_t *p,
+				     uint32_t ulen, uint32_t wire, uiw_mpa_ulpdu_fn fn, void *arg,
+				     bool *done)
+{
+	struct uiw_mpa_ulpdu u;
+
+	if (d->crc && uiw_mpa_crc_get(p + wire - UIW_MPA_CRC_LEN) !=
+			      uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, p,
+								 wire - UIW_MPA_CRC_LEN)))
+		return UIW_MPA_RX_CRC;   /* RFC 5044 §4.1: nothing of it is handed on */
+	d->pieces[0].base = (void *)(uintptr_t)(p + UIW_MPA_FPDU_HDR_LEN);
+	d->pieces[0].len = ulen;
+	u.len = ulen;
+	u.pieces = d->pieces;
+	u.npieces = ulen > 0;
+	d->fpdus++;
+	if (fn(arg, &u) != 0)
+		return UIW_MPA_RX_STOPPED;
+	consume(d, wire);
+	d->pos += wire;
+	*done = true;
+	return UIW_MPA_RX_OK;
+}
+
 /* Handles the FPDU at held offset 0 if it is complete. @return OK with *done false when
  * more octets are needed. */
 static enum uiw_mpa_rx one_fpdu(struct uiw_mpa_deframer *d, uiw_mpa_ulpdu_fn fn, void *arg,
 				bool *done)
 {
+	if (!d->markers && d->head != NULL &&
+	    d->head_off + UIW_MPA_FPDU_HDR_LEN <= d->head->data_len) {
+		const uint8_t *p = rte_pktmbuf_mtod_offset(d->head, const uint8_t *, d->head_off);
+		uint32_t ulen = uiw_mpa_ulpdu_len_get(p);
+		uint32_t wire = uiw_mpa_fpdu_len(ulen);
+
+		if (d->head_off + wire <= d->head->data_len)
+			return one_fpdu_flat(d, p, ulen, wire, fn, arg, done);
+	}
+
 	uint32_t lead = d->markers && d->pos % UIW_MPA_MARKER_INTERVAL == 0 ? UIW_MPA_MARKER_LEN : 0;
 	uint8_t hdr[UIW_MPA_MARKER_LEN + UIW_MPA_FPDU_HDR_LEN], trailer[UIW_MPA_CRC_LEN];
 	struct uiw_mpa_ulpdu u;
