@@ -67,8 +67,8 @@ static inline uint16_t uiw_sum_fold64(uint64_t sum)
 /**
  * The folded one's-complement sum of @p len bytes as host-order 16-bit words, the value
  * rte_raw_cksum() gives, eight bytes a step: the sum is independent of the word size and
- * of byte order up to a final swap (RFC 1071 §2), so 32-bit halves of 64-bit loads go into
- * a 64-bit accumulator that cannot overflow for any length an mbuf holds.
+ * of byte order up to a final swap (RFC 1071 §2), so 64-bit words are added with their
+ * carries folded back in (end-around carry).
  */
 static inline uint16_t uiw_raw_sum(const void *buf, size_t len)
 {
@@ -77,23 +77,29 @@ static inline uint16_t uiw_raw_sum(const void *buf, size_t len)
 	uint32_t w4;
 	uint16_t w2;
 
+	/* 64-bit words with the carry brought back in (an add and an add-with-carry each). */
 	for (; len >= 16; p += 16, len -= 16) {
 		uint64_t x, y;
 
 		memcpy(&x, p, 8);
 		memcpy(&y, p + 8, 8);
-		a += (x & 0xffffffffu) + (x >> 32);
-		b += (y & 0xffffffffu) + (y >> 32);
+		a += x;
+		a += a < x;
+		b += y;
+		b += b < y;
 	}
 	sum = a + b;
+	sum += sum < b;
 	if (len >= 8) {
 		uint64_t x;
 
 		memcpy(&x, p, 8);
-		sum += (x & 0xffffffffu) + (x >> 32);
+		sum += x;
+		sum += sum < x;
 		p += 8;
 		len -= 8;
 	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);   /* room for what is left */
 	if (len >= 4) {
 		memcpy(&w4, p, 4);
 		sum += w4;
