@@ -683,8 +683,7 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 
 	t->now = now;
 	tcp_count(t, UIW_TCP_C_rx_segs);
-	memset(&s, 0, sizeof(s));
-	verdict = tcp_parse(m, ihl, &s);
+	verdict = tcp_parse(m, ihl, &s);   /* fills every field of s when it accepts */
 	if (verdict != UIW_NET_ACCEPT) {
 		t->counters[verdict]++;
 		rte_pktmbuf_free(m);

@@ -36,6 +36,19 @@ static void take_sack(struct tcp_opts *o, const uint8_t *p, unsigned olen)
  */
 int uiw_tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o)
 {
+	/* What nearly every segment of a connection with timestamps carries (RFC 7323
+	 * Appendix A layout): NOP, NOP, TS. The SACK blocks are read only up to nsack. */
+	if (len == 12 && p[0] == UIW_TCPOPT_NOP && p[1] == UIW_TCPOPT_NOP &&
+	    p[2] == UIW_TCPOPT_TS && p[3] == UIW_TCPOLEN_TS) {
+		o->mss = 0;
+		o->ws = 0;
+		o->has_mss = o->has_ws = o->sack_ok = 0;
+		o->has_ts = 1;
+		o->nsack = 0;
+		o->tsval = uiw_tcpopt_get32(p + 4);
+		o->tsecr = uiw_tcpopt_get32(p + 8);
+		return 0;
+	}
 	memset(o, 0, sizeof(*o));
 	for (unsigned i = 0; i < len;) {
 		uint8_t kind = p[i];
