@@ -139,20 +139,26 @@ static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t
 }
 
 #define TCP_MAX_TX_SEGS 8 /* mbufs one segment may chain */
+#define TCP_TX_COPY_MAX 256 /* pieces this short are copied into the segment, not chained */
 
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
  * mbuf on the queued data chained after the header, so the payload is not copied; the
  * queued mbuf then lives until both the queue and the PMD are done with it.
  * @return false when that was not possible. */
 static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, uint32_t n,
-		     struct rte_mbuf *seg, bool attach, unsigned max_segs)
+		     struct rte_mbuf *seg, bool attach, unsigned max_segs, bool tso)
 {
 	struct rte_mbuf *mi;
 	char *dst;
 
 	/* Lent memory goes to the PMD by reference only where the PMD copies the frame at
-	 * once (uiw_port.tx_ext); else it is copied here. */
-	if (!attach || (RTE_MBUF_HAS_EXTBUF(m) && !c->tcp->port->tx_ext)) {
+	 * once (uiw_port.tx_ext); else it is copied here. A short piece is copied too: an
+	 * indirect mbuf (allocated, attached, detached, freed) costs more than the copy, and
+	 * the PMD then takes one buffer instead of two. Not in a TSO frame, whose header
+	 * mbuf would fill. */
+	if (!attach || (RTE_MBUF_HAS_EXTBUF(m) && !c->tcp->port->tx_ext) ||
+	    (!tso && n <= TCP_TX_COPY_MAX && RTE_MBUF_DIRECT(rte_pktmbuf_lastseg(seg)) &&
+	     rte_pktmbuf_tailroom(rte_pktmbuf_lastseg(seg)) >= n)) {
 		dst = rte_pktmbuf_append(seg, (uint16_t)n);
 		if (dst == NULL)
 			return false;
@@ -194,7 +200,7 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
 
 		if ((done > 0 && off == 0 && (m->ol_flags & record)) ||
-		    !sndq_put(c, m, off, n, seg, attach, max_segs))
+		    !sndq_put(c, m, off, n, seg, attach, max_segs, tso))
 			break;
 		done += n;
 		if (off + n == m->data_len) {
