@@ -337,6 +337,55 @@ START_TEST(fast_sum_matches_rfc1071)
 }
 END_TEST
 
+/* The sum over an mbuf chain: pieces of every parity, any offset and length, against the
+ * reference over the same bytes laid flat (all 0xff too, where every carry counts). */
+START_TEST(chain_sum_matches_flat_sum)
+{
+	static uint8_t flat[4096];
+	uint64_t x = 0x2545f4914f6cdd1dull;
+
+	for (unsigned round = 0; round < 300; round++) {
+		struct rte_mbuf *head = NULL, *last = NULL;
+		uint32_t total = 0;
+		unsigned nseg = 1 + round % 6;
+
+		for (unsigned k = 0; k < nseg; k++) {
+			struct rte_mbuf *s = rte_pktmbuf_alloc(test_pool());
+			uint32_t n;
+
+			ck_assert_ptr_nonnull(s);
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			n = 1 + (uint32_t)(x % (k % 2 ? 7 : 600));
+			s->data_off = (uint16_t)(s->data_off + (x >> 20) % 3);   /* odd and even addresses */
+			uint8_t *p = (uint8_t *)rte_pktmbuf_append(s, (uint16_t)n);
+
+			ck_assert_ptr_nonnull(p);
+			for (uint32_t i = 0; i < n; i++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				p[i] = _i ? 0xff : (uint8_t)x;
+			}
+			memcpy(flat + total, p, n);
+			total += n;
+			if (head == NULL) {
+				head = s;
+			} else {
+				last->next = s;
+				head->nb_segs++;
+				head->pkt_len += n;
+			}
+			last = s;
+		}
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint32_t off = (uint32_t)(x % total), len = (uint32_t)((x >> 32) % (total - off + 1));
+
+		ck_assert_msg(uiw_inet_sum_mbuf(head, off, len) ==
+				      rte_be_to_cpu_16(reference_sum(flat + off, len)),
+			      "round %u: %u segments, off %u len %u", round, nseg, off, len);
+		rte_pktmbuf_free(head);
+	}
+}
+END_TEST
+
 START_TEST(ping_sends_valid_echo_request)
 {
 	uint8_t r[256];
@@ -380,6 +429,7 @@ static Suite *ipv4_suite(void)
 	tcase_add_test(tc, output_off_link_resolves_gateway);
 	tcase_add_test(tc, ping_sends_valid_echo_request);
 	tcase_add_loop_test(tc, fast_sum_matches_rfc1071, 0, 2);
+	tcase_add_loop_test(tc, chain_sum_matches_flat_sum, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
