@@ -5,8 +5,8 @@
 # Then a SHA-256-checked TCP stream between two processes over vhost-user, where the
 # virtio side hands TCP checksums to the PMD and the vhost side receives them unfilled,
 # the same with TSO (frames of many segments, received whole),
-# and jumbo frames (MTU 9000, MSS 8948) over memif and from vhost-user to virtio-user
-# (which receives them in chained buffers). The tap port is asked for MTU 9000 too, which
+# and jumbo frames (MTU 9000, MSS 8948) over memif and both ways between vhost-user and
+# virtio-user (which receives them in chained buffers). The tap port is asked for MTU 9000 too, which
 # the tap PMD refuses: it must fall back to the PMD's MTU and still answer.
 # The tap part is skipped without root; the rest needs nothing but this machine.
 #
@@ -164,6 +164,8 @@ stream "jumbo memif" "net_memif0,role=server,socket=$tmp/jm.sock,socket-abstract
 	"net_memif0,role=client,socket=$tmp/jm.sock,socket-abstract=no" client-sends
 stream "jumbo vhost-user to virtio-user" "net_vhost0,iface=$tmp/jv.sock,queues=1" \
 	"net_virtio_user0,path=$tmp/jv.sock,queues=1" server-sends
+stream "jumbo virtio-user to vhost-user" "net_vhost0,iface=$tmp/jw.sock,queues=1" \
+	"net_virtio_user0,path=$tmp/jw.sock,queues=1" client-sends
 
 if [ "$(id -u)" -eq 0 ] && ip netns add "$ns" 2>/dev/null; then
 	ip netns exec "$ns" "$host" --set "port=net_tap0,iface=uiwtap0; ip=10.67.0.2/24; $common; mtu=9000" \
