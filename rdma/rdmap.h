@@ -55,6 +55,7 @@ enum uiw_qp_state {
 	UIW_QPS_ERROR,        /**< broken: work requests are flushed */
 };
 
+/* The order matters: the SE forms are two above the plain ones (lib/verbs fill_send()). */
 enum uiw_wr_op {
 	UIW_WR_SEND, UIW_WR_SEND_INV, UIW_WR_SEND_SE, UIW_WR_SEND_SE_INV, UIW_WR_WRITE, UIW_WR_READ,
 };

@@ -937,12 +937,15 @@ static int fill_inline(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct 
  */
 static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w)
 {
-	bool se = (wr->send_flags & IBV_SEND_SOLICITED) != 0;
+	/* The SE forms sit two above the plain ones in enum uiw_wr_op. */
+	_Static_assert(UIW_WR_SEND_SE == UIW_WR_SEND + 2 && UIW_WR_SEND_SE_INV == UIW_WR_SEND_INV + 2,
+		       "enum uiw_wr_op: SE forms two above the plain ones");
+	unsigned se = (wr->send_flags & IBV_SEND_SOLICITED) ? 2u : 0u;
 
 	switch (wr->opcode) {
-	case IBV_WR_SEND: w->op = se ? UIW_WR_SEND_SE : UIW_WR_SEND; break;
+	case IBV_WR_SEND: w->op = (enum uiw_wr_op)(UIW_WR_SEND + se); break;
 	case IBV_WR_SEND_WITH_INV:
-		w->op = se ? UIW_WR_SEND_SE_INV : UIW_WR_SEND_INV;
+		w->op = (enum uiw_wr_op)(UIW_WR_SEND_INV + se);
 		w->inv_stag = wr->invalidate_rkey;
 		break;
 	case IBV_WR_RDMA_WRITE: w->op = UIW_WR_WRITE; break;
@@ -955,7 +958,7 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 		break;
 	default: return EINVAL;   /* no immediate data, atomics or local invalidation */
 	}
-	if (wr->num_sge < 0 || (unsigned)wr->num_sge > UIW_MAX_SGE)
+	if ((unsigned)wr->num_sge > UIW_MAX_SGE)   /* a negative count too */
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		int rc = fill_inline(q, wr, w);
@@ -965,18 +968,24 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 	} else {
 		/* The lkeys are checked when the WR starts (a bad one completes with
 		 * IBV_WC_LOC_PROT_ERR), as siw and RNICs do: posting stays short. */
-		for (int i = 0; i < wr->num_sge; i++) {
-			const struct ibv_sge *g = &wr->sg_list[i];
+		const struct ibv_sge *g = wr->sg_list;
 
-			w->sg[i].addr = (uint8_t *)(uintptr_t)g->addr;
-			w->sg[i].len = g->length;
-			w->sg[i].lkey = g->lkey;
+		if (wr->num_sge == 1) {   /* most work requests: no loop */
+			w->sg[0].addr = (uint8_t *)(uintptr_t)g->addr;
+			w->sg[0].len = g->length;
+			w->sg[0].lkey = g->lkey;
+		} else {
+			for (int i = 0; i < wr->num_sge; i++) {
+				w->sg[i].addr = (uint8_t *)(uintptr_t)g[i].addr;
+				w->sg[i].len = g[i].length;
+				w->sg[i].lkey = g[i].lkey;
+			}
 		}
 		w->lkeys = true;
 		w->nsge = (unsigned)wr->num_sge;
 	}
 	w->wr_id = wr->wr_id;
-	w->signaled = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->signaled = q->sig_all | ((wr->send_flags & IBV_SEND_SIGNALED) != 0);
 	w->rkey = wr->wr.rdma.rkey;            /* used by Write and Read only */
 	w->remote_addr = wr->wr.rdma.remote_addr;
 	return 0;
@@ -1012,7 +1021,7 @@ static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 		if (whole)
 			q->sq->tail = first;
 	}
-	if (q->sq->tail != first && uiw_qp_posted(q->core) && !q->kicked) {
+	if (q->sq->tail != first && !q->kicked && uiw_qp_posted(q->core)) {
 		q->kicked = true;
 		q->kick_next = q->dev->kick;
 		q->dev->kick = q;
