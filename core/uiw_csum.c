@@ -2,6 +2,7 @@
 #include "uiw_csum.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -32,11 +33,43 @@ __attribute__((target("avx2"))) static uint64_t sum64_avx2(const uint8_t *p, siz
 	return (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
 }
 
+/* sum64_avx2() that also stores each 64 octets it reads at @p dst. */
+__attribute__((target("avx2"))) static uint64_t copy_sum64_avx2(uint8_t *dst, const uint8_t *p,
+								size_t rounds)
+{
+	const __m256i zero = _mm256_setzero_si256();
+	__m256i a = zero, b = zero, c = zero, d = zero;
+
+	for (; rounds > 0; rounds--, p += 64, dst += 64) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+		__m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+
+		_mm256_storeu_si256((__m256i *)(void *)dst, x);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), y);
+		a = _mm256_add_epi64(a, _mm256_unpacklo_epi32(x, zero));
+		b = _mm256_add_epi64(b, _mm256_unpackhi_epi32(x, zero));
+		c = _mm256_add_epi64(c, _mm256_unpacklo_epi32(y, zero));
+		d = _mm256_add_epi64(d, _mm256_unpackhi_epi32(y, zero));
+	}
+	a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+
+	return (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
+}
+
 static bool have_avx2(void)
 {
 	return __builtin_cpu_supports("avx2");
 }
 #else
+static uint64_t copy_sum64_avx2(uint8_t *dst, const uint8_t *p, size_t rounds)
+{
+	(void)dst;
+	(void)p;
+	(void)rounds;
+	return 0;
+}
+
 static uint64_t sum64_avx2(const uint8_t *p, size_t rounds)
 {
 	(void)p;
@@ -61,4 +94,22 @@ uint16_t uiw_csum_raw(const void *buf, size_t len)
 
 	/* The wide part ends at an even offset: the rest's words line up with it. */
 	return uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) + uiw_raw_sum(p + rounds * 64, len - rounds * 64));
+}
+
+uint16_t uiw_copy_sum(void *dst, const void *src, size_t len)
+{
+	const uint8_t *p = src;
+	uint8_t *d = dst;
+	size_t rounds;
+	uint64_t wide;
+
+	if (len < UIW_CSUM_WIDE_MIN || !have_avx2()) {
+		memcpy(d, p, len);
+		return uiw_raw_sum(d, len);
+	}
+	rounds = len / 64;
+	wide = copy_sum64_avx2(d, p, rounds);
+	memcpy(d + rounds * 64, p + rounds * 64, len - rounds * 64);
+	return uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) +
+			      uiw_raw_sum(d + rounds * 64, len - rounds * 64));
 }

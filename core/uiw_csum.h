@@ -24,6 +24,13 @@
 uint16_t uiw_csum_raw(const void *buf, size_t len);
 
 /**
+ * Copies @p len octets from @p src to @p dst and returns their sum as uiw_raw_sum() would
+ * (host-order words, folded), in the same pass over the octets: what the TCP checksum of
+ * a payload costs when it is taken while the payload is copied anyway.
+ */
+uint16_t uiw_copy_sum(void *dst, const void *src, size_t len);
+
+/**
  * As uiw_inet_sum() over bytes [off, off+len) of an mbuf chain; the range must exist.
  * Not rte_raw_cksum_mbuf(): in DPDK 22.11 it truncates the unreduced sum of a segment that
  * starts at an odd offset to 16 bits before swapping it, losing carries.

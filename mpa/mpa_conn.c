@@ -10,6 +10,7 @@
 #include "mpa_internal.h"
 #include "rdmap_wire.h"
 #include "uiw_crc32c.h"
+#include "uiw_csum.h"
 #include "uiw_log.h"
 #include "uiw_mbuf.h"
 #include "uiw_time.h"
@@ -366,18 +367,34 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	} else if (!c->info.markers_tx &&
 		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
 		   (m = rte_pktmbuf_alloc(c->m->pool)) != NULL) {
-		/* Without Markers, in one mbuf: the pieces side by side, one CRC pass. */
+		/* Without Markers, in one mbuf: the pieces side by side, one CRC pass. Where
+		 * TCP sums in software, the copy sums too, and TCP takes that sum. */
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), *q = d + 2;
 		uint32_t pad = uiw_mpa_pad((uint32_t)ulen);
+		bool sum = wire > UIW_TCP_TX_COPY_MAX && uiw_tcp_sums_wanted(c->tcp);
+		uint32_t s = 0;
 
 		uiw_mpa_ulpdu_len_set(d, (uint16_t)ulen);
 		for (unsigned i = 0; i < n; i++) {
-			memcpy(q, iov[i].base, iov[i].len);
+			if (sum) {
+				uint16_t part = uiw_copy_sum(q, iov[i].base, iov[i].len);
+
+				s += ((q - d) & 1) ? rte_bswap16(part) : part;
+			} else {
+				memcpy(q, iov[i].base, iov[i].len);
+			}
 			q += iov[i].len;
 		}
 		memset(q, 0, pad);
 		q += pad;
 		uiw_mpa_crc_set(q, c->info.crc ? uiw_crc32c(d, (size_t)(q - d)) : 0);
+		if (sum) {
+			/* The length field and the CRC: even offsets (the CRC's a multiple of 4). */
+			s += uiw_raw_sum(d, 2) + uiw_raw_sum(q, UIW_MPA_CRC_LEN);
+			s = (s & 0xffff) + (s >> 16);
+			s = (s & 0xffff) + (s >> 16);
+			uiw_tcp_mark_summed(c->tcp, m, (uint16_t)s);
+		}
 	} else {
 		m = alloc_chain(c->m->pool, wire, out, &nout);
 		if (m != NULL)

@@ -167,6 +167,18 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 /** Flag for uiw_tcp_send(): data it refuses stays the caller's (it is not freed). */
 #define UIW_TCP_SEND_KEEP 0x2
 
+/** Pieces of the send queue this short are copied into the segment that sends them (a
+ *  sum noted on them is not used). */
+#define UIW_TCP_TX_COPY_MAX 256
+
+/** True when TCP sums what it sends itself (the port has no TCP checksum offload): a caller
+ *  that copies its data anyway may sum it in that pass (uiw_tcp_mark_summed()). */
+bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c);
+
+/** Notes on @p m (one segment, its octets final) their sum as uiw_raw_sum() gives it: a
+ *  segment that sends the whole of @p m takes the sum instead of reading the octets again. */
+void uiw_tcp_mark_summed(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint16_t sum);
+
 /**
  * Queues @p m (consumed, unless refused with UIW_TCP_SEND_KEEP) for sending. Data goes out
  * from the next poll pass.

@@ -8,6 +8,8 @@
 #include "uiw_log.h"
 #include "uiw_siphash.h"
 
+#include <rte_ethdev.h>
+
 #define UIW_TCP_DESC_(name, help) { #name, help },
 const struct uiw_counter_desc uiw_tcp_counter_desc[UIW_TCP_C__COUNT] = {
 	UIW_TCP_COUNTERS(UIW_TCP_DESC_)
@@ -53,6 +55,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	struct uiw_tcp *t = calloc(1, sizeof(*t));
 	unsigned buckets = 1;
 	static const struct rte_mbuf_dynflag record_flag = { .name = "uiw_tcp_record" };
+	static const struct rte_mbuf_dynflag summed_flag = { .name = "uiw_tcp_summed" };
 	int bit;
 
 	if (t == NULL)
@@ -92,6 +95,8 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;
 	bit = rte_mbuf_dynflag_register(&record_flag);
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;
+	bit = rte_mbuf_dynflag_register(&summed_flag);
+	t->summed_flag = bit >= 0 ? 1ull << bit : 0;
 	net->tcp_input = uiw_tcp_input;
 	net->tcp_ctx = t;
 	*out = t;
@@ -418,6 +423,20 @@ uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c)
 uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c)
 {
 	return c->mss;
+}
+
+bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c)
+{
+	return c->tcp->summed_flag != 0 &&
+	       !(c->tcp->port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM);
+}
+
+void uiw_tcp_mark_summed(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint16_t sum)
+{
+	/* The count goes with the sum: a piece of a different length (part of m, or m grown)
+	 * is summed afresh (tcp_out.c seg_sum()). */
+	m->hash.usr = (uint32_t)m->data_len << 16 | sum;
+	m->ol_flags |= c->tcp->summed_flag;
 }
 
 int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)

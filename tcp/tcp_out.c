@@ -139,7 +139,6 @@ static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t
 }
 
 #define TCP_MAX_TX_SEGS 8 /* mbufs one segment may chain */
-#define TCP_TX_COPY_MAX 256 /* pieces this short are copied into the segment, not chained */
 
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
  * mbuf on the queued data chained after the header, so the payload is not copied; the
@@ -157,7 +156,7 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 	 * indirect mbuf (allocated, attached, detached, freed) costs more than the copy, and
 	 * the PMD then takes one buffer instead of two. Not in a TSO frame, whose header
 	 * mbuf would fill. */
-	if (!tso && n <= TCP_TX_COPY_MAX && RTE_MBUF_DIRECT(t) && rte_pktmbuf_tailroom(t) >= n) {
+	if (!tso && n <= UIW_TCP_TX_COPY_MAX && RTE_MBUF_DIRECT(t) && rte_pktmbuf_tailroom(t) >= n) {
 		memcpy(rte_pktmbuf_mtod_offset(t, char *, t->data_len),
 		       rte_pktmbuf_mtod_offset(m, const char *, off), n);
 		t->data_len = (uint16_t)(t->data_len + n);
@@ -350,6 +349,29 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
  * sum, as DPDK's TX offload wants). */
+/* uiw_inet_sum_mbuf() over the whole segment, taking the sum a piece carries
+ * (uiw_tcp_mark_summed()) when it is that piece whole. */
+static uint16_t seg_sum(const struct uiw_tcp *t, const struct rte_mbuf *m)
+{
+	uint32_t sum = 0, done = 0;
+
+	for (const struct rte_mbuf *s = m; s != NULL; s = s->next) {
+		const void *p = rte_pktmbuf_mtod(s, const void *);
+		uint16_t part;
+
+		if ((s->ol_flags & t->summed_flag) && (s->hash.usr >> 16) == s->data_len)
+			part = (uint16_t)s->hash.usr;
+		else
+			part = s->data_len >= UIW_CSUM_WIDE_MIN ? uiw_csum_raw(p, s->data_len)
+								: uiw_raw_sum(p, s->data_len);
+		sum += (done & 1) ? rte_bswap16(part) : part;
+		done += s->data_len;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return rte_be_to_cpu_16((uint16_t)sum);
+}
+
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
 			 uint32_t src, uint32_t dst, uint32_t tcp_len)
 {
@@ -377,7 +399,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 		m->l4_len = uiw_tcp_hdr_len(th);
 		return;
 	}
-	sum += uiw_inet_sum_mbuf(m, 0, tcp_len);
+	sum += seg_sum(t, m);   /* the segment is m whole: tcp_len octets */
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	th->cksum = uiw_inet_cksum_of((uint16_t)sum);

@@ -386,6 +386,28 @@ START_TEST(chain_sum_matches_flat_sum)
 }
 END_TEST
 
+/* The copy that sums: the same octets at the destination, the sum of uiw_raw_sum(). */
+START_TEST(copy_sum_copies_and_sums)
+{
+	static uint8_t src[3000], dst[3100];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (size_t i = 0; i < sizeof(src); i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		src[i] = _i ? 0xff : (uint8_t)x;
+	}
+	for (size_t off = 0; off < 4; off++)
+		for (size_t len = 0; len <= 2900; len += len < 300 ? 1 : 37) {
+			memset(dst, 0xa5, sizeof(dst));
+			ck_assert_msg(uiw_copy_sum(dst + off, src + 3 - off, len) ==
+					      reference_sum(src + 3 - off, len),
+				      "off %zu len %zu", off, len);
+			ck_assert_mem_eq(dst + off, src + 3 - off, len);
+			ck_assert_uint_eq(dst[off + len], 0xa5);   /* nothing past the end */
+		}
+}
+END_TEST
+
 START_TEST(ping_sends_valid_echo_request)
 {
 	uint8_t r[256];
@@ -430,6 +452,7 @@ static Suite *ipv4_suite(void)
 	tcase_add_test(tc, ping_sends_valid_echo_request);
 	tcase_add_loop_test(tc, fast_sum_matches_rfc1071, 0, 2);
 	tcase_add_loop_test(tc, chain_sum_matches_flat_sum, 0, 2);
+	tcase_add_loop_test(tc, copy_sum_copies_and_sums, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
