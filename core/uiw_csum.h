@@ -58,4 +58,30 @@ static inline uint16_t uiw_inet_sum_mbuf(const struct rte_mbuf *m, uint32_t off,
 	return rte_be_to_cpu_16((uint16_t)sum);
 }
 
+/**
+ * uiw_inet_sum_mbuf() over the whole of @p m, except that a segment with @p noted in its
+ * ol_flags whose hash.usr names its length (high 16 bits) gives its sum from there (low
+ * 16 bits, as uiw_raw_sum()) instead of being read (uiw_tcp_mark_summed()).
+ */
+static inline uint16_t uiw_inet_sum_mbuf_noted(const struct rte_mbuf *m, uint64_t noted)
+{
+	uint32_t sum = 0, done = 0;
+
+	for (const struct rte_mbuf *s = m; s != NULL; s = s->next) {
+		const void *p = rte_pktmbuf_mtod(s, const void *);
+		uint16_t part;
+
+		if ((s->ol_flags & noted) && (s->hash.usr >> 16) == s->data_len)
+			part = (uint16_t)s->hash.usr;
+		else
+			part = s->data_len >= UIW_CSUM_WIDE_MIN ? uiw_csum_raw(p, s->data_len)
+								: uiw_raw_sum(p, s->data_len);
+		sum += (done & 1) ? rte_bswap16(part) : part;
+		done += s->data_len;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return rte_be_to_cpu_16((uint16_t)sum);
+}
+
 #endif

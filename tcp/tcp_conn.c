@@ -434,7 +434,7 @@ bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c)
 void uiw_tcp_mark_summed(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint16_t sum)
 {
 	/* The count goes with the sum: a piece of a different length (part of m, or m grown)
-	 * is summed afresh (tcp_out.c seg_sum()). */
+	 * is summed afresh (uiw_inet_sum_mbuf_noted()). */
 	m->hash.usr = (uint32_t)m->data_len << 16 | sum;
 	m->ol_flags |= c->tcp->summed_flag;
 }

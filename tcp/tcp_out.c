@@ -349,29 +349,6 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
  * sum, as DPDK's TX offload wants). */
-/* uiw_inet_sum_mbuf() over the whole segment, taking the sum a piece carries
- * (uiw_tcp_mark_summed()) when it is that piece whole. */
-static uint16_t seg_sum(const struct uiw_tcp *t, const struct rte_mbuf *m)
-{
-	uint32_t sum = 0, done = 0;
-
-	for (const struct rte_mbuf *s = m; s != NULL; s = s->next) {
-		const void *p = rte_pktmbuf_mtod(s, const void *);
-		uint16_t part;
-
-		if ((s->ol_flags & t->summed_flag) && (s->hash.usr >> 16) == s->data_len)
-			part = (uint16_t)s->hash.usr;
-		else
-			part = s->data_len >= UIW_CSUM_WIDE_MIN ? uiw_csum_raw(p, s->data_len)
-								: uiw_raw_sum(p, s->data_len);
-		sum += (done & 1) ? rte_bswap16(part) : part;
-		done += s->data_len;
-	}
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return rte_be_to_cpu_16((uint16_t)sum);
-}
-
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
 			 uint32_t src, uint32_t dst, uint32_t tcp_len)
 {
@@ -399,7 +376,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 		m->l4_len = uiw_tcp_hdr_len(th);
 		return;
 	}
-	sum += seg_sum(t, m);   /* the segment is m whole: tcp_len octets */
+	sum += uiw_inet_sum_mbuf_noted(m, t->summed_flag);   /* m whole: tcp_len octets */
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	th->cksum = uiw_inet_cksum_of((uint16_t)sum);

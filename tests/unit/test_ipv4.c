@@ -386,6 +386,45 @@ START_TEST(chain_sum_matches_flat_sum)
 }
 END_TEST
 
+/* A segment's noted sum stands in for its octets only while it is the noted length. */
+START_TEST(noted_sums_used_only_for_whole_pieces)
+{
+	static uint8_t flat[2048];
+	const uint64_t noted = 1ull << 40;
+	struct rte_mbuf *h = rte_pktmbuf_alloc(test_pool()), *p = rte_pktmbuf_alloc(test_pool());
+	uint8_t *a, *b;
+
+	ck_assert_ptr_nonnull(h);
+	ck_assert_ptr_nonnull(p);
+	a = (uint8_t *)rte_pktmbuf_append(h, 33);   /* odd: the piece starts at an odd offset */
+	b = (uint8_t *)rte_pktmbuf_append(p, 1448);
+	for (unsigned i = 0; i < 33 + 1448; i++)
+		flat[i] = (uint8_t)(i * 131 + 7);
+	memcpy(a, flat, 33);
+	memcpy(b, flat + 33, 1448);
+	h->next = p;
+	h->nb_segs = 2;
+	h->pkt_len = 33 + 1448;
+	uint16_t want = rte_be_to_cpu_16(reference_sum(flat, 33 + 1448));
+
+	p->ol_flags |= noted;
+	p->hash.usr = 1448u << 16 | reference_sum(b, 1448);
+	ck_assert_uint_eq(uiw_inet_sum_mbuf_noted(h, noted), want);
+	/* A wrong sum noted for the right length is taken: the note is trusted... */
+	p->hash.usr = 1448u << 16 | (uint16_t)(reference_sum(b, 1448) + 1);
+	ck_assert_uint_ne(uiw_inet_sum_mbuf_noted(h, noted), want);
+	/* ...but not for a piece of another length (part of it), nor without the flag. */
+	p->data_len = 1000;
+	h->pkt_len = 33 + 1000;
+	ck_assert_uint_eq(uiw_inet_sum_mbuf_noted(h, noted), rte_be_to_cpu_16(reference_sum(flat, 1033)));
+	p->data_len = 1448;
+	h->pkt_len = 33 + 1448;
+	p->ol_flags &= ~noted;
+	ck_assert_uint_eq(uiw_inet_sum_mbuf_noted(h, noted), want);
+	rte_pktmbuf_free(h);
+}
+END_TEST
+
 /* The copy that sums: the same octets at the destination, the sum of uiw_raw_sum(). */
 START_TEST(copy_sum_copies_and_sums)
 {
@@ -453,6 +492,7 @@ static Suite *ipv4_suite(void)
 	tcase_add_loop_test(tc, fast_sum_matches_rfc1071, 0, 2);
 	tcase_add_loop_test(tc, chain_sum_matches_flat_sum, 0, 2);
 	tcase_add_loop_test(tc, copy_sum_copies_and_sums, 0, 2);
+	tcase_add_test(tc, noted_sums_used_only_for_whole_pieces);
 	suite_add_tcase(s, tc);
 	return s;
 }
