@@ -36,16 +36,36 @@ const struct uiw_arp_entry *uiw_net_arp_lookup(const struct uiw_net *net, uint32
 	return arp_find((struct uiw_net *)(uintptr_t)net, ip);
 }
 
+static void arp_send_via(struct uiw_net *net, struct uiw_arp_entry *e, struct rte_mbuf *m);
+
+/* Takes the packets held for @p e out of the hold list, in order: sent (@p send) or dropped. */
+static void arp_release(struct uiw_net *net, struct uiw_arp_entry *e, bool send)
+{
+	unsigned k = 0;
+
+	if (e->nheld == 0)
+		return;
+	for (unsigned i = 0; i < net->nhold; i++) {
+		if (net->hold[i].ip != e->ip) {
+			net->hold[k++] = net->hold[i];
+		} else if (send) {
+			arp_send_via(net, e, net->hold[i].m);
+		} else {
+			rte_pktmbuf_free(net->hold[i].m);
+			net->counters[UIW_NET_C_arp_hold_drop]++;
+		}
+	}
+	net->nhold = k;
+	e->nheld = 0;
+}
+
 /* Linear-probing delete: later entries of the same run move back into the hole.
  * NB: entries move, so pointers into the table are stale after this. */
 static void arp_delete(struct uiw_net *net, struct uiw_arp_entry *e)
 {
 	unsigned hole = (unsigned)(e - net->arp);
 
-	for (uint16_t k = 0; k < e->nheld; k++) {
-		rte_pktmbuf_free(e->held[k]);
-		net->counters[UIW_NET_C_arp_hold_drop]++;
-	}
+	arp_release(net, e, false);
 	memset(e, 0, sizeof(*e));
 	net->arp_used--;
 	for (unsigned j = (hole + 1) & ARP_MASK; net->arp[j].ip != 0; j = (j + 1) & ARP_MASK) {
@@ -147,9 +167,7 @@ static void arp_confirm(struct uiw_net *net, struct uiw_arp_entry *e, const uint
 	e->state = UIW_ARP_REACHABLE;
 	e->tries = 0;
 	e->deadline = now + net->arp_reachable_ns;
-	for (uint16_t k = 0; k < e->nheld; k++)
-		arp_send_via(net, e, e->held[k]);
-	e->nheld = 0;
+	arp_release(net, e, true);
 }
 
 int uiw_arp_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t nexthop, uint64_t now)
@@ -168,11 +186,15 @@ int uiw_arp_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t nexthop, ui
 	}
 	switch (e->state) {
 	case UIW_ARP_INCOMPLETE:
-		if (e->nheld == UIW_ARP_HOLD) {
+		/* Bounded per neighbour and in all: what waits holds mbufs (as Linux's
+		 * unres_qlen, about a hundred packets a neighbour). */
+		if (e->nheld == UIW_ARP_HOLD || net->nhold == UIW_ARP_HOLD_TOTAL) {
 			uiw_net_drop(net, m, UIW_NET_C_arp_hold_drop);
 			return -ENOBUFS;
 		}
-		e->held[e->nheld++] = m;
+		net->hold[net->nhold].ip = e->ip;
+		net->hold[net->nhold++].m = m;
+		e->nheld++;
 		return 0;
 	case UIW_ARP_STALE:
 		/* Used again after expiry: send, and confirm with a unicast request. */

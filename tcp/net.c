@@ -30,13 +30,11 @@ void uiw_net_init(struct uiw_net *net, struct uiw_port *port, const struct uiw_c
 
 void uiw_net_fini(struct uiw_net *net)
 {
-	for (unsigned i = 0; i < UIW_ARP_SLOTS; i++) {
-		struct uiw_arp_entry *e = &net->arp[i];
-
-		for (uint16_t k = 0; k < e->nheld; k++)
-			rte_pktmbuf_free(e->held[k]);
-		e->nheld = 0;
-	}
+	for (unsigned i = 0; i < net->nhold; i++)
+		rte_pktmbuf_free(net->hold[i].m);
+	net->nhold = 0;
+	for (unsigned i = 0; i < UIW_ARP_SLOTS; i++)
+		net->arp[i].nheld = 0;
 }
 
 void uiw_net_start(struct uiw_net *net, uint64_t now)

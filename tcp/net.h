@@ -74,7 +74,8 @@ extern const struct uiw_counter_desc uiw_net_counter_desc[UIW_NET_C__COUNT];
 #define UIW_ARP_MAX_ENTRIES 192    /* at most 3/4 full; then a stale or unresolved entry
 				    * makes room, never one confirmed lately */
 #define UIW_ARP_LEARN_MAX 96       /* a new sender of a request is learnt only below this */
-#define UIW_ARP_HOLD 4             /* packets held per unresolved neighbour */
+#define UIW_ARP_HOLD 64            /* packets held per unresolved neighbour */
+#define UIW_ARP_HOLD_TOTAL 512     /* packets held for all of them */
 #define UIW_NET_TIMER_NS 10000000ull /* timer walk at most every 10 ms */
 
 enum uiw_arp_state {
@@ -90,9 +91,14 @@ struct uiw_arp_entry {
 	uint8_t state;             /* enum uiw_arp_state */
 	uint8_t tries;             /* requests sent in this resolution */
 	uint8_t mac[6];
-	uint16_t nheld;
+	uint16_t nheld;            /* packets for it in uiw_net.hold */
 	uint64_t deadline;         /* next request (INCOMPLETE, PROBE) or expiry */
-	struct rte_mbuf *held[UIW_ARP_HOLD];
+};
+
+/** A packet waiting for its next hop's address. */
+struct uiw_arp_held {
+	uint32_t ip;
+	struct rte_mbuf *m;
 };
 
 /**
@@ -126,6 +132,10 @@ struct uiw_net {
 	void *tcp_ctx;
 	uint64_t counters[UIW_NET_C__COUNT];
 	struct uiw_arp_entry arp[UIW_ARP_SLOTS];
+	/* Packets waiting for ARP, oldest first, for any neighbour (a burst of connections
+	 * to one peer waits together; a scan on resolution is cheap at this size). */
+	unsigned nhold;
+	struct uiw_arp_held hold[UIW_ARP_HOLD_TOTAL];
 };
 
 /** Sets up the instance on @p port with the addresses and ARP settings of @p cfg. */

@@ -207,6 +207,37 @@ START_TEST(hold_queue_bounded)
 }
 END_TEST
 
+/* Packets wait for ARP up to UIW_ARP_HOLD a neighbour and UIW_ARP_HOLD_TOTAL in all; a
+ * resolved neighbour's leave in the order they came, the others' stay held. */
+START_TEST(hold_list_bounded_in_all_and_ordered)
+{
+	const unsigned nn = UIW_ARP_HOLD_TOTAL / UIW_ARP_HOLD;   /* neighbours that fill it */
+	uint8_t r[2048];
+	unsigned before;
+	size_t len;
+
+	for (unsigned k = 0; k < nn; k++)
+		for (unsigned i = 0; i < UIW_ARP_HOLD; i++)
+			ck_assert_int_eq(uiw_net_ping(&fx_net, IP_PEER + 10 + k, 1, (uint16_t)i, 8, 0), 0);
+	ck_assert_int_eq(uiw_net_ping(&fx_net, IP_PEER + 10 + nn, 1, 0, 8, 0), -ENOBUFS);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_hold_drop), 1);
+	uiw_port_flush(&fx_port.port);
+	before = fx_port.nsent;
+	ck_assert_uint_eq(before, nn + 1);   /* the requests */
+	len = build_arp(frame, MAC_US, 2, MAC_PEER, IP_PEER + 13, MAC_US, IP_US);
+	fx_input(frame_copy(frame, len), 5 * MS);
+	ck_assert_uint_eq(fx_port.nsent, before + UIW_ARP_HOLD);
+	for (unsigned i = 0; i < UIW_ARP_HOLD; i++) {
+		sent(before + i, r);
+		ck_assert_mem_eq(r, MAC_PEER, 6);
+		ck_assert_uint_eq(get16(r + 14 + 20 + 6), i);   /* the echo's sequence number */
+	}
+	/* Room again, for the neighbour that found none. */
+	ck_assert_int_eq(uiw_net_ping(&fx_net, IP_PEER + 10 + nn, 1, 1, 8, 0), 0);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_hold_drop), 1);
+}
+END_TEST
+
 START_TEST(resolution_retries_then_gives_up)
 {
 	ck_assert_int_eq(uiw_net_ping(&fx_net, IP_PEER, 1, 1, 8, 0), 0);
@@ -409,6 +440,7 @@ static Suite *arp_suite(void)
 	tcase_add_test(tc, gratuitous_arp_at_start);
 	tcase_add_test(tc, unresolved_packet_held_then_sent_on_reply);
 	tcase_add_test(tc, hold_queue_bounded);
+	tcase_add_test(tc, hold_list_bounded_in_all_and_ordered);
 	tcase_add_test(tc, resolution_retries_then_gives_up);
 	tcase_add_test(tc, stale_entry_refreshed_by_unicast_on_use);
 	tcase_add_test(tc, unused_stale_entry_forgotten);
