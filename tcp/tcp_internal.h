@@ -214,6 +214,7 @@ struct uiw_tcp {
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
 	/* Configuration. */
 	uint32_t rcv_buf, snd_buf;
+	uint32_t notsent_max;              /* of snd_buf, bytes queued and not yet sent (0: any) */
 	uint64_t delack_ns, time_wait_ns;
 	uint32_t min_rto_us, init_rto_us, max_rto_us;
 	unsigned syn_retries, retries, ooo_max;
