@@ -553,11 +553,13 @@ static bool release_held(struct uiw_mpa_conn *c)
 		memmove(c->held, c->held + i, (c->nheld - i) * sizeof(c->held[0]));
 		c->nheld -= i;
 		c->release_at = mpa_due(c, uiw_now_ns() + MPA_RELEASE_RETRY_NS);
+		c->release_retry = true;
 		mpa_count(c->m, UIW_MPA_C_held_retry);
 		return false;
 	}
 	c->nheld = 0;
 	c->release_at = 0;
+	c->release_retry = false;
 	return true;
 }
 
@@ -663,6 +665,10 @@ static void t_sent(void *user, struct uiw_tcp_conn *tc, uint32_t bytes)
 	(void)tc;
 	(void)bytes;
 	if (c->state != MPA_S_FULL)
+		return;
+	/* Room came: what TCP refused at the release goes before anything new (else, with
+	 * tcp_notsent_max, the held FPDUs would drain only as fast as the retry timer). */
+	if (c->release_retry && !release_held(c))
 		return;
 	if (c->ulp != NULL)
 		c->ulp->writable(c->ulp_arg, c);

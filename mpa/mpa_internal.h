@@ -58,6 +58,7 @@ struct uiw_mpa_conn {
 	uint64_t deadline;              /* 0 = no timer */
 	struct mpa_listener *listener;  /* responder, until the Request is answered */
 	uint64_t release_at;            /* initiator: held FPDUs go at this time (0 = none) */
+	bool release_retry;             /* held FPDUs TCP had no room for: each ACK tries them */
 	unsigned in_call;               /* depth of MPA code on the stack for this conn */
 	bool finish_pending;
 	int err;
