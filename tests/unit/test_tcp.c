@@ -626,6 +626,31 @@ START_TEST(send_queues_within_their_budget)
 }
 END_TEST
 
+/* tcp_notsent_max: with nothing unsent the whole send buffer is offered; once data waits
+ * unsent (here behind a shut window), no more than the limit is taken. */
+START_TEST(unsent_data_bounded_by_notsent_max)
+{
+	struct out syn = establish_passive(NULL, 0);
+	struct uiw_tcp_conn *a = ev.accepted;
+	static uint8_t chunk[1000];
+	uint32_t queued = 0;
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	ck_assert_uint_eq(T->notsent_max, 128u << 10);
+	ck_assert_uint_eq(uiw_tcp_send_space(a), T->snd_buf);
+	ck_assert_int_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), 0);
+	queued += sizeof(chunk);
+	ck_assert_uint_eq(uiw_tcp_send_space(a), T->notsent_max - queued);
+	while (uiw_tcp_send_space(a) >= sizeof(chunk)) {
+		ck_assert_int_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), 0);
+		queued += sizeof(chunk);
+	}
+	ck_assert_uint_eq(queued, T->notsent_max / sizeof(chunk) * sizeof(chunk));
+	ck_assert_uint_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), -ENOBUFS);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
 /* PAWS (RFC 7323 §5.3) with Linux's one-tick allowance: a TSval one below TS.Recent is
  * taken (a Linux retransmission stamped with its departure time may be), two below is an
  * old duplicate and dropped with a counter. */
@@ -1188,6 +1213,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
+	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);
 	tcase_add_test(tc, paws_allows_one_tick);
 	tcase_add_test(tc, syncookie_opens_connection_with_its_options);
 	tcase_add_test(tc, syncookie_without_timestamps_has_no_scale_or_sack);
