@@ -11,9 +11,10 @@
  * 64 octets a round: each 32-bit word widened to a 64-bit lane (interleaved with zeros) and
  * added into four accumulators. A lane gains less than 2^32 a round, so the eight lanes'
  * total stays below 2^64 for any buffer under 2^58 octets. Returns the unfolded sum of the
- * 32-bit words.
+ * 32-bit words; with @p dst, also stores each 64 octets there (the copy that sums).
  */
-__attribute__((target("avx2"))) static uint64_t sum64_avx2(const uint8_t *p, size_t rounds)
+__attribute__((target("avx2"), always_inline)) static inline uint64_t
+sum64_rounds(uint8_t *dst, const uint8_t *p, size_t rounds)
 {
 	const __m256i zero = _mm256_setzero_si256();
 	__m256i a = zero, b = zero, c = zero, d = zero;
@@ -22,6 +23,11 @@ __attribute__((target("avx2"))) static uint64_t sum64_avx2(const uint8_t *p, siz
 		__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
 		__m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
 
+		if (dst != NULL) {
+			_mm256_storeu_si256((__m256i *)(void *)dst, x);
+			_mm256_storeu_si256((__m256i *)(void *)(dst + 32), y);
+			dst += 64;
+		}
 		a = _mm256_add_epi64(a, _mm256_unpacklo_epi32(x, zero));
 		b = _mm256_add_epi64(b, _mm256_unpackhi_epi32(x, zero));
 		c = _mm256_add_epi64(c, _mm256_unpacklo_epi32(y, zero));
@@ -33,28 +39,15 @@ __attribute__((target("avx2"))) static uint64_t sum64_avx2(const uint8_t *p, siz
 	return (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
 }
 
-/* sum64_avx2() that also stores each 64 octets it reads at @p dst. */
+__attribute__((target("avx2"))) static uint64_t sum64_avx2(const uint8_t *p, size_t rounds)
+{
+	return sum64_rounds(NULL, p, rounds);
+}
+
 __attribute__((target("avx2"))) static uint64_t copy_sum64_avx2(uint8_t *dst, const uint8_t *p,
 								size_t rounds)
 {
-	const __m256i zero = _mm256_setzero_si256();
-	__m256i a = zero, b = zero, c = zero, d = zero;
-
-	for (; rounds > 0; rounds--, p += 64, dst += 64) {
-		__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
-		__m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-
-		_mm256_storeu_si256((__m256i *)(void *)dst, x);
-		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), y);
-		a = _mm256_add_epi64(a, _mm256_unpacklo_epi32(x, zero));
-		b = _mm256_add_epi64(b, _mm256_unpackhi_epi32(x, zero));
-		c = _mm256_add_epi64(c, _mm256_unpacklo_epi32(y, zero));
-		d = _mm256_add_epi64(d, _mm256_unpackhi_epi32(y, zero));
-	}
-	a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
-	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-
-	return (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
+	return sum64_rounds(dst, p, rounds);
 }
 
 static bool have_avx2(void)

@@ -609,6 +609,7 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 	while (seq_lt(c->snd_nxt, end)) {
 		uint32_t rwnd_end = c->snd_una + c->snd_wnd;
 		uint32_t room, len;
+		uint16_t segsz;
 		int n;
 
 		if (!seq_lt(c->snd_nxt, rwnd_end))
@@ -627,35 +628,24 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 				break;
 			room = seq_min(rwnd_end, cwnd_end) - c->snd_nxt;
 		}
-		if (c->tcp->port->tso_max != 0 && !(c->flags & TF_IN_RECOVERY)) {
-			uint16_t segsz = 0;
-			uint32_t tlen = tso_plan(c, c->snd_nxt, u32_min(room, end - c->snd_nxt),
-						 &segsz);
-
-			if (tlen != 0) {
-				n = send_segment_ts(c, c->snd_nxt, tlen,
-						    (c->snd_nxt + tlen == end) ? UIW_TCP_PSH : 0,
-						    uiw_tcp_ts_now(c->tcp), segsz);
-				if (n <= 0)
-					break;
-				uiw_tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
-				c->snd_nxt += (uint32_t)n;
-				pipe += (uint32_t)n;
-				sent = true;
-				continue;
-			}
+		/* A frame of many segments for the PMD to cut (TSO), or one segment. */
+		segsz = 0;
+		len = c->tcp->port->tso_max != 0 && !(c->flags & TF_IN_RECOVERY)
+		      ? tso_plan(c, c->snd_nxt, u32_min(room, end - c->snd_nxt), &segsz) : 0;
+		if (len == 0) {
+			segsz = 0;
+			len = u32_min(u32_min((uint32_t)c->mss, room), end - c->snd_nxt);
 		}
-		len = u32_min(u32_min((uint32_t)c->mss, room), end - c->snd_nxt);
 		/* RFC 5044 §8: an MPA-aware sender keeps each FPDU in one segment. When the
 		 * window cuts a record short and an ACK is still to come, wait for it rather
 		 * than split the record (with nothing in flight, split: waiting could stall). */
-		if (len < c->mss && c->snd_nxt != c->snd_una &&
+		if (segsz == 0 && len < c->mss && c->snd_nxt != c->snd_una &&
 		    sndq_record_len(c, c->snd_nxt, c->mss) > len) {
 			tcp_count(c->tcp, UIW_TCP_C_tx_record_wait);
 			break;
 		}
-		n = uiw_tcp_send_segment(c, c->snd_nxt, len,
-				     (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0);
+		n = send_segment_ts(c, c->snd_nxt, len, (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0,
+				    uiw_tcp_ts_now(c->tcp), segsz);
 		if (n == -ENOMEM && c->t_rexmt == 0) {
 			/* No mbuf now and nothing in flight to bring an ACK: try again soon. */
 			c->t_rexmt = c->tcp->now + UIW_NS_PER_MS;
