@@ -90,16 +90,24 @@ fi
 pair vhost-virtio "net_vhost0,iface=$tmp/vhost.sock,queues=1" \
 	"net_virtio_user0,path=$tmp/vhost.sock,queues=1"
 
-"$tcpperf" --set "port=net_vhost0,iface=$tmp/tcp.sock,queues=1; ip=10.66.1.1/24; lcores=1; $common" \
-	--listen 5001 --recv --exit-after 1 --duration 60 >"$tmp/tcp-server.log" 2>&1 &
-tspid=$!
-pids+=("$tspid")
-sleep 0.5
-"$tcpperf" --set "port=net_virtio_user0,path=$tmp/tcp.sock,queues=1; ip=10.66.1.2/24; lcores=0; $common" \
-	--connect 10.66.1.1:5001 --send 50000000 --duration 60 >"$tmp/tcp-client.log" 2>&1
-wait "$tspid"
-sent=$(sed -n 's/^conn 0: sent \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/tcp-client.log")
-got=$(sed -n 's/^conn 0: received \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/tcp-server.log")
+# vstream NAME SOCK NET VHOST_ARGS CONFIG: 50 MB from virtio-user to vhost-user (the vhost
+# devargs and the configuration of both given), counters printed; sets $sent and $got to
+# the "bytes sha256" each end reported.
+vstream() {
+	local name=$1 sock=$2 net=$3 vargs=$4 conf=$5
+	UIWARP_STATS=1 "$tcpperf" --set "port=net_vhost0,iface=$sock,queues=1$vargs; ip=$net.1/24; lcores=1; $common$conf" \
+		--listen 5001 --recv --exit-after 1 --duration 60 >"$tmp/$name-server.log" 2>&1 &
+	tspid=$!
+	pids+=("$tspid")
+	sleep 0.5
+	UIWARP_STATS=1 "$tcpperf" --set "port=net_virtio_user0,path=$sock,queues=1; ip=$net.2/24; lcores=0; $common$conf" \
+		--connect "$net.1:5001" --send 50000000 --duration 60 >"$tmp/$name-client.log" 2>&1
+	wait "$tspid"
+	sent=$(sed -n 's/^conn 0: sent \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/$name-client.log")
+	got=$(sed -n 's/^conn 0: received \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/$name-server.log")
+}
+
+vstream tcp "$tmp/tcp.sock" 10.66.1 "" ""
 if [ -n "$sent" ] && [ "$sent" = "$got" ]; then
 	echo "ok: TCP over vhost-user: 50 MB, SHA-256 equal at both ends"
 	passed=$((passed + 1))
@@ -112,16 +120,7 @@ fi
 # TSO: the virtio side hands TCP frames of many segments to its PMD (the vhost side, given
 # tso=1, offers it), the vhost side receives them whole (large receive). 50 MB, SHA-256
 # equal, and the counters say both happened.
-UIWARP_STATS=1 "$tcpperf" --set "port=net_vhost0,iface=$tmp/tso.sock,queues=1,tso=1; ip=10.66.3.1/24; lcores=1; $common; tso=1" \
-	--listen 5001 --recv --exit-after 1 --duration 60 >"$tmp/tso-server.log" 2>&1 &
-tspid=$!
-pids+=("$tspid")
-sleep 0.5
-UIWARP_STATS=1 "$tcpperf" --set "port=net_virtio_user0,path=$tmp/tso.sock,queues=1; ip=10.66.3.2/24; lcores=0; $common; tso=1" \
-	--connect 10.66.3.1:5001 --send 50000000 --duration 60 >"$tmp/tso-client.log" 2>&1
-wait "$tspid"
-sent=$(sed -n 's/^conn 0: sent \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/tso-client.log")
-got=$(sed -n 's/^conn 0: received \([0-9]*\) bytes sha256 \([0-9a-f]*\)$/\1 \2/p' "$tmp/tso-server.log")
+vstream tso "$tmp/tso.sock" 10.66.3 ",tso=1" "; tso=1"
 tso_frames=$(sed -n 's/^ *tcp.tx_tso_frames *\([0-9]*\) .*/\1/p' "$tmp/tso-client.log")
 large=$(sed -n 's/^ *tcp.rx_large *\([0-9]*\) .*/\1/p' "$tmp/tso-server.log")
 if [ -n "$sent" ] && [ "$sent" = "$got" ] && [ "${tso_frames:-0}" -gt 0 ] && [ "${large:-0}" -gt 0 ]; then
