@@ -148,7 +148,10 @@ struct uiw_tcp_conn {
 	uint32_t ooo_bytes;
 	uint32_t ooo_mbufs;                /* mbufs queued out of order */
 	uint32_t ulp_bytes, ulp_mbufs;     /* held by the layer above (uiw_tcp_ulp_held) */
-	uint32_t last_ooo_seq;             /* for the first SACK block (RFC 2018 §4) */
+	/* A sequence number in each of the most recently grown out-of-order blocks, newest
+	 * first: the order of the SACK blocks (RFC 2018 §4). */
+	uint32_t sack_recent[TCP_SACK_BLOCKS];
+	uint8_t nsack_recent;
 	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
 
 	/* RTT (RFC 6298), microseconds. */

@@ -23,6 +23,48 @@ static void remove_at(struct uiw_tcp_conn *c, unsigned i)
 	c->nooo--;
 }
 
+/* The block of adjacent queued segments that holds @p seq, as [left, right).
+ * @return false when no queued segment holds it. */
+static bool block_of(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *left, uint32_t *right)
+{
+	unsigned lo = 0, hi = c->nooo, i, j;
+
+	while (lo < hi) {  /* the first segment that ends after seq */
+		unsigned mid = (lo + hi) / 2;
+
+		if (seq_le(c->ooo[mid].seq + c->ooo[mid].len, seq))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == c->nooo || seq_lt(seq, c->ooo[lo].seq))
+		return false;
+	for (i = lo; i > 0 && c->ooo[i - 1].seq + c->ooo[i - 1].len == c->ooo[i].seq; i--)
+		;
+	for (j = lo; j + 1 < c->nooo && c->ooo[j].seq + c->ooo[j].len == c->ooo[j + 1].seq; j++)
+		;
+	*left = c->ooo[i].seq;
+	*right = c->ooo[j].seq + c->ooo[j].len;
+	return true;
+}
+
+/* The block that holds @p seq has just grown: it goes first among the recent ones, and
+ * older notes of the same block leave. */
+static void note_recent(struct uiw_tcp_conn *c, uint32_t seq)
+{
+	uint32_t left, right, keep[TCP_SACK_BLOCKS];
+	unsigned n = 0;
+
+	if (!block_of(c, seq, &left, &right))
+		return;
+	keep[n++] = seq;
+	for (unsigned i = 0; i < c->nsack_recent && n < TCP_SACK_BLOCKS; i++)
+		if (!seq_in(c->sack_recent[i], left, right))
+			keep[n++] = c->sack_recent[i];
+	memcpy(c->sack_recent, keep, n * sizeof(keep[0]));
+	c->nsack_recent = (uint8_t)n;
+}
+
 /* Queues [seq, seq+len) (consumes @p m); overlaps with queued data are trimmed away. */
 void uiw_tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, uint32_t len)
 {
@@ -70,7 +112,7 @@ void uiw_tcp_reass_insert(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t s
 	c->ooo_bytes += len;
 	c->ooo_mbufs += m->nb_segs;
 	c->tcp->rx_mbufs += m->nb_segs;
-	c->last_ooo_seq = seq;
+	note_recent(c, seq);
 }
 
 /* The first queued segment once it is in order, trimmed to start at rcv_nxt; NULL when
@@ -91,34 +133,39 @@ struct rte_mbuf *uiw_tcp_reass_pull(struct uiw_tcp_conn *c)
 	return NULL;
 }
 
-/* RFC 2018 §4: the first block holds the most recently received segment, then the others
- * in sequence order. Adjacent queued segments form one block. */
+static bool listed(uint32_t blocks[][2], unsigned n, uint32_t left)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (blocks[i][0] == left)
+			return true;
+	return false;
+}
+
+/* RFC 2018 §4: the first block holds the most recently received segment, the next ones
+ * repeat the most recently reported blocks (so that each block reaches the sender in
+ * more than one ACK), and any room left takes other blocks in sequence order. */
 unsigned uiw_tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
 			       unsigned max)
 {
-	uint32_t all[TCP_SACK_BLOCKS * 4][2];
-	unsigned n = 0, out = 0, first = 0;
+	unsigned out = 0;
 
-	for (unsigned i = 0; i < c->nooo && n < TCP_SACK_BLOCKS * 4; i++) {
-		if (n > 0 && all[n - 1][1] == c->ooo[i].seq) {
-			all[n - 1][1] += c->ooo[i].len;
-			continue;
+	for (unsigned i = 0; i < c->nsack_recent && out < max; i++) {
+		uint32_t left, right;
+
+		if (block_of(c, c->sack_recent[i], &left, &right) && !listed(blocks, out, left)) {
+			blocks[out][0] = left;
+			blocks[out++][1] = right;
 		}
-		all[n][0] = c->ooo[i].seq;
-		all[n++][1] = c->ooo[i].seq + c->ooo[i].len;
 	}
-	for (unsigned i = 0; i < n; i++)
-		if (seq_in(c->last_ooo_seq, all[i][0], all[i][1]))
-			first = i;
-	if (n > 0 && max > 0) {
-		blocks[out][0] = all[first][0];
-		blocks[out++][1] = all[first][1];
-	}
-	for (unsigned i = 0; i < n && out < max; i++) {
-		if (i == first)
-			continue;
-		blocks[out][0] = all[i][0];
-		blocks[out++][1] = all[i][1];
+	for (unsigned i = 0; i < c->nooo && out < max; i++) {
+		uint32_t left = c->ooo[i].seq, right = left + c->ooo[i].len;
+
+		while (i + 1 < c->nooo && c->ooo[i + 1].seq == right)
+			right += c->ooo[++i].len;
+		if (!listed(blocks, out, left)) {
+			blocks[out][0] = left;
+			blocks[out++][1] = right;
+		}
 	}
 	return out;
 }
