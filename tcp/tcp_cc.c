@@ -63,6 +63,24 @@ static uint32_t dupthresh(const struct uiw_tcp_conn *c)
 	return DUPACK_THRESHOLD;
 }
 
+/* Drops what snd_una has passed from the scoreboard, and counts what stays. */
+void uiw_tcp_score_prune(struct uiw_tcp_conn *c)
+{
+	unsigned k = 0;
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < c->nscore; i++) {
+		if (seq_le(c->score[i][1], c->snd_una))
+			continue;
+		c->score[k][0] = seq_max(c->score[i][0], c->snd_una);
+		c->score[k][1] = c->score[i][1];
+		n += c->score[k][1] - c->score[k][0];
+		k++;
+	}
+	c->nscore = (uint8_t)k;
+	c->sacked_bytes = n;
+}
+
 void uiw_tcp_cc_init(struct uiw_tcp_conn *c)
 {
 	c->cwnd = 10u * c->mss;
@@ -256,17 +274,14 @@ static void score_add(struct uiw_tcp_conn *c, uint32_t s, uint32_t e)
 	}
 }
 
-void uiw_tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
+/* @return whether the blocks SACKed octets not SACKed before (RFC 6675 §2: such an ACK
+ * is a duplicate acknowledgment, whatever its window or cumulative ACK). */
+bool uiw_tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
 {
-	unsigned k = 0;
+	uint32_t before;
 
-	for (unsigned i = 0; i < c->nscore; i++) {
-		if (seq_le(c->score[i][1], c->snd_una))
-			continue;
-		c->score[k][0] = seq_max(c->score[i][0], c->snd_una);
-		c->score[k++][1] = c->score[i][1];
-	}
-	c->nscore = (uint8_t)k;
+	uiw_tcp_score_prune(c);
+	before = c->sacked_bytes;
 	for (unsigned i = 0; i < o->nsack; i++) {
 		uint32_t s = o->sack[i][0], e = o->sack[i][1];
 
@@ -277,6 +292,7 @@ void uiw_tcp_sack_update(struct uiw_tcp_conn *c, const struct tcp_opts *o)
 		score_add(c, s, e);
 	}
 	score_recount(c);
+	return c->sacked_bytes > before;
 }
 
 bool uiw_tcp_sack_is_sacked(const struct uiw_tcp_conn *c, uint32_t seq, uint32_t *end)

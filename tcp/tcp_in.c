@@ -534,6 +534,7 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 {
 	struct uiw_tcp *t = c->tcp;
 	uint32_t wnd = (uint32_t)s->wnd << c->snd_wscale;
+	bool new_sacked = false;
 
 	if (seq_gt(s->ack, c->snd_max)) {
 		tcp_count(t, UIW_TCP_C_drop_ack_unsent);
@@ -545,13 +546,21 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		return false;
 	}
 	if ((c->flags & TF_SACK_OK) && s->opt.nsack > 0) {
-		uiw_tcp_sack_update(c, &s->opt);
+		new_sacked = uiw_tcp_sack_update(c, &s->opt);
 		uiw_tcp_cc_check_lost_rxt(c);
 	}
 	if (seq_gt(s->ack, c->snd_una)) {
 		new_ack(c, s);
-	} else if (s->ack == c->snd_una && s->len == 0 && !(s->flags & UIW_TCP_FIN) &&
-		   seq_lt(c->snd_una, c->snd_max) && wnd == c->snd_wnd) {
+		if (c->nscore > 0)
+			uiw_tcp_score_prune(c);
+	}
+	/* RFC 6675 §2: with SACK, an ACK that SACKs new data is a duplicate even when it
+	 * moves the cumulative ACK or the window (Linux's window grows in nearly every ACK
+	 * while it autotunes: by RFC 5681's definition alone, recoveries started late or
+	 * never, and the retransmission timer found the loss). */
+	if (new_sacked || (s->opt.nsack == 0 && s->ack == c->snd_una && s->len == 0 &&
+			   !(s->flags & UIW_TCP_FIN) && seq_lt(c->snd_una, c->snd_max) &&
+			   wnd == c->snd_wnd)) {
 		c->st.dup_acks++;
 		tcp_count(t, UIW_TCP_C_dup_acks);
 		uiw_tcp_cc_dupack(c);

@@ -903,6 +903,44 @@ START_TEST(fast_retransmit_on_three_duplicate_acks)
 }
 END_TEST
 
+/* RFC 6675 §2: with SACK, an ACK that SACKs new data is a duplicate acknowledgment even
+ * when it also moves the cumulative ACK or changes the window (as Linux's does while its
+ * receive window autotunes). Counted by RFC 5681's definition alone, these ACKs started
+ * no recovery, and the loss waited for the retransmission timer. */
+START_TEST(sack_acks_with_new_window_start_recovery)
+{
+	uint8_t sack_perm[] = { 4, 2, 1, 1 };
+	struct out syn = establish_passive(sack_perm, sizeof(sack_perm)), o;
+	uint32_t una = syn.seq + 1;
+	char d[536];
+
+	memset(d, 'y', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win = 60000 });
+	fake_port_clear(&fx_port);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 6);
+	fake_port_clear(&fx_port);
+	/* The first segment arrives, the second is lost, the next three are SACKed one by
+	 * one; every ACK opens the window a little more. */
+	for (uint32_t k = 1; k <= 3; k++) {
+		uint8_t opt[12] = { 1, 1, 5, 10 };
+
+		put32(opt + 4, una + 2 * 536);
+		put32(opt + 8, una + (2 + k) * 536);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una + 536, .flags = UIW_TCP_ACK,
+				      .win = (uint16_t)(60000 + 1000 * k), .opts = opt, .optlen = 12 });
+	}
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_fast_retransmits], 1);
+	ck_assert_uint_ge(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.seq, una + 536);   /* the hole, before any new data */
+	ck_assert_uint_eq(o.len, 536);
+}
+END_TEST
+
 /*
  * A full port TX queue holds data back instead of dropping it: the segments that do not
  * fit wait (tx_port_wait), go on the next pass once the PMD takes frames again, in order,
@@ -1302,6 +1340,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
+	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
 	tcase_add_test(tc, full_port_queue_holds_data_back);
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
