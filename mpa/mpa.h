@@ -62,6 +62,7 @@
 	X(term_tx, "Terminates sent for MPA errors")                                         \
 	X(tx_lent_octets, "payload octets sent from the caller's memory, not copied")        \
 	X(tx_nombuf, "sends refused: no mbuf")                                               \
+	X(tx_starved, "sends refused with nothing in flight: retried by the poll")           \
 	X(rx_nomem, "streams stopped: no memory to join a ULPDU")
 
 #define UIW_MPA_C_(name, help) UIW_MPA_C_##name,

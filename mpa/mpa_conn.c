@@ -51,6 +51,7 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
 	m->lend = true;
 	m->lend_iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
 	TAILQ_INIT(&m->conns);
+	TAILQ_INIT(&m->starved);
 	*out = m;
 	return 0;
 }
@@ -74,6 +75,8 @@ static void conn_free(struct uiw_mpa_conn *c)
 	uiw_mpa_unpend(c);
 	c->m->c[UIW_MPA_C_rx_coalesced_octets] += c->rx.coalesced;
 	TAILQ_REMOVE(&c->m->conns, c, link);
+	if (c->starved)
+		TAILQ_REMOVE(&c->m->starved, c, starved_link);
 	c->m->nconns--;
 	uiw_mpa_deframer_fini(&c->rx);
 	for (unsigned i = 0; i < c->nheld; i++)
@@ -449,10 +452,23 @@ bool uiw_mpa_can_send(const struct uiw_mpa_conn *c, uint32_t ulen)
 	return c->state == MPA_S_FULL && wire <= uiw_tcp_send_space(c->tcp);
 }
 
+/* A send was refused for want of mbufs or of TCP's room. With something unacknowledged,
+ * its ACK calls writable (t_sent); with nothing, no ACK will come, and the poll does. */
+static int refused(struct uiw_mpa_conn *c)
+{
+	if (!c->starved && uiw_mpa_acked(c, uiw_mpa_tx_mark(c))) {
+		c->starved = true;
+		TAILQ_INSERT_TAIL(&c->m->starved, c, starved_link);
+		mpa_count(c->m, UIW_MPA_C_tx_starved);
+	}
+	return -ENOBUFS;
+}
+
 int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
 		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend)
 {
 	uint64_t ulen = 0;
+	int rc;
 
 	if (c->state != MPA_S_FULL && (c->state != MPA_S_WAIT_FIRST || c->expect_rtr))
 		return -ENOTCONN;
@@ -461,9 +477,10 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	if (ulen > c->info.mulpdu)
 		return -EMSGSIZE;
 	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
-		return -ENOBUFS;
-	return uiw_mpa_send_fpdu(c, iov, n, ncopy, c->m->lend ? lend : NULL,
-				 c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
+		return refused(c);
+	rc = uiw_mpa_send_fpdu(c, iov, n, ncopy, c->m->lend ? lend : NULL,
+			       c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
+	return rc == -ENOBUFS ? refused(c) : rc;
 }
 
 int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n)
@@ -829,11 +846,37 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 
 /* Timers are rare (negotiation, the first FPDU's delay): a pass walks the connections
  * only once the earliest one set is due, not on every poll. */
+/* Calls writable for the connections refused with nothing in flight, each once (one that
+ * is refused again goes back on the list for a later pass). */
+static void retry_starved(struct uiw_mpa *m, uint64_t now)
+{
+	unsigned n = 0;
+	struct uiw_mpa_conn *c;
+
+	m->starved_at = now + MPA_STARVED_RETRY_NS;
+	TAILQ_FOREACH(c, &m->starved, starved_link)
+		n++;
+	while (n-- > 0 && (c = TAILQ_FIRST(&m->starved)) != NULL) {
+		TAILQ_REMOVE(&m->starved, c, starved_link);
+		c->starved = false;
+		if (c->state != MPA_S_FULL)
+			continue;
+		c->in_call++;
+		if (c->ulp != NULL)
+			c->ulp->writable(c->ulp_arg, c);
+		else if (c->ops != NULL && c->ops->writable != NULL)
+			c->ops->writable(c->user, c);
+		leave(c);
+	}
+}
+
 void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 {
 	struct uiw_mpa_conn *c, *next;
 	uint64_t due = UINT64_MAX;
 
+	if (!TAILQ_EMPTY(&m->starved) && now >= m->starved_at)
+		retry_starved(m, now);
 	if (now < m->next_due)
 		return;
 	m->next_due = UINT64_MAX;   /* what the walk's callbacks set lowers it again */

@@ -9,6 +9,7 @@
 
 #define MPA_LISTEN_MAX 64
 #define MPA_HELD_MAX 32
+#define MPA_STARVED_RETRY_NS 20000ull /* refused sends are tried again this often */
 /* Held FPDUs TCP refused at their release are tried again this much later. */
 #define MPA_RELEASE_RETRY_NS (1000 * 1000ull)
 #define MPA_REASON_LEN 128
@@ -64,6 +65,10 @@ struct uiw_mpa_conn {
 	int err;
 	char reason[MPA_REASON_LEN];
 	TAILQ_ENTRY(uiw_mpa_conn) link;
+	/* A send was refused (no mbuf, or no room in TCP's budget) while nothing of ours was
+	 * unacknowledged: no ACK will call writable, so the poll does (uiw_mpa_run). */
+	bool starved;
+	TAILQ_ENTRY(uiw_mpa_conn) starved_link;
 };
 
 TAILQ_HEAD(mpa_conn_list, uiw_mpa_conn);
@@ -76,6 +81,8 @@ struct uiw_mpa {
 	struct mpa_conn_list conns;
 	unsigned nconns;
 	uint64_t next_due;              /* no connection's deadline or release falls before */
+	struct mpa_conn_list starved;   /* connections to call writable for (starved_link) */
+	uint64_t starved_at;            /* not before: the pool refills between tries */
 	bool lend;                      /* uiw_mpa_send_lent() lends (config tx_zero_copy) */
 	bool lend_iova_va;              /* lent memory's IOVA is its address (EAL IOVA as VA) */
 };

@@ -227,6 +227,10 @@ void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t 
 /** Prints one connection's state, sequence variables, windows and timers (for debugging). */
 void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out);
 
+/** uiw_tcp_conn_dump() of every connection with data queued to send (at most @p max of
+ *  them): what a stuck transfer waits for. @return how many have data queued. */
+unsigned uiw_tcp_dump_sending(const struct uiw_tcp *t, FILE *out, unsigned max);
+
 /** Engine-wide counters (enum uiw_tcp_counter). */
 const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);
 

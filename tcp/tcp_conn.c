@@ -586,3 +586,18 @@ void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out)
 		c->t_delack ? (double)(int64_t)(c->t_delack - t->now) / 1e6 : -1.0,
 		c->t_close ? (double)(int64_t)(c->t_close - t->now) / 1e6 : -1.0);
 }
+
+unsigned uiw_tcp_dump_sending(const struct uiw_tcp *t, FILE *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->max_conns; i++) {
+		const struct uiw_tcp_conn *c = &t->conns[i];
+
+		if (c->state == UIW_TCP_CLOSED || c->sq.bytes == 0)
+			continue;
+		if (n++ < max)
+			uiw_tcp_conn_dump(c, out);
+	}
+	return n;
+}

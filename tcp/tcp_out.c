@@ -444,6 +444,15 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 		n = sndq_take(c, seq, u32_min(len, max), m,
 			      (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0,
 			      TCP_MAX_TX_SEGS, false);
+		if (n == 0) {
+			/* No mbuf to carry the payload by reference: like an empty pool above,
+			 * tried again next pass. Sent as a bare ACK, the data waited for an event
+			 * that a connection with nothing in flight never gets. */
+			rte_pktmbuf_free(m);
+			tcp_count(t, UIW_TCP_C_tx_nombuf);
+			uiw_tcp_mark_blocked(c);
+			return -ENOMEM;
+		}
 	}
 	if (n < len)
 		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */
@@ -646,11 +655,10 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 		}
 		n = send_segment_ts(c, c->snd_nxt, len, (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0,
 				    uiw_tcp_ts_now(c->tcp), segsz);
-		if (n == -ENOMEM && c->t_rexmt == 0) {
-			/* No mbuf now and nothing in flight to bring an ACK: try again soon. */
-			c->t_rexmt = c->tcp->now + UIW_NS_PER_MS;
-			uiw_tcp_timer_arm(c);
-		}
+		/* -ENOMEM: the connection is on the blocked list and tries again next pass. (A
+		 * 1 ms retransmission timer used to do it: with data in flight too, each of its
+		 * expiries counted as a timeout, and a starved pool dropped connections for
+		 * "retransmissions timed out" within milliseconds.) */
 		if (n <= 0)
 			break;
 		uiw_tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
