@@ -49,15 +49,17 @@ struct uiw_qp {
 	struct uiw_recv_wr rx_cur;         /* the receive the Send under way fills */
 	bool rx_have_cur;
 	uint8_t rx_cur_op;                 /* the RDMAP opcode of the Send under way */
-	struct orq_entry orq[UIW_MPA_IRD_ORD_MAX];
-	struct uiw_ring orq_ring;          /* capacity UIW_MPA_IRD_ORD_MAX; the ORD limits use */
+	/* The ORQ and the IRQ are sized by the ORD and IRD the connection negotiated, when it
+	 * is established (not for the 128 they may be: 10 KiB a QP that way). */
+	struct orq_entry *orq;
+	struct uiw_ring orq_ring;          /* capacity ord */
 	uint16_t ord;
-	struct irq_entry irq[UIW_MPA_IRD_ORD_MAX];
-	struct uiw_ring irq_ring;          /* capacity UIW_MPA_IRD_ORD_MAX; the IRD limits use */
+	struct irq_entry *irq;
+	struct uiw_ring irq_ring;          /* capacity ird */
 	/* Read Responses all queued but not yet acknowledged: each still counts against the
 	 * IRD (a requester within its ORD has acknowledged a response before it asks again,
 	 * so only a peer that never reads them can run into this). Their TCP marks. */
-	uint32_t irq_sent[UIW_MPA_IRD_ORD_MAX];
+	uint32_t *irq_sent;
 	struct uiw_ring irq_sent_ring;
 	uint16_t ird;
 

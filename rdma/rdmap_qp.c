@@ -129,9 +129,10 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 	qp->pd = a->pd;
 	qp->sq.cap = a->sq_size;
 	uiw_ring_init(&qp->rq_ring, rq_cap);
-	uiw_ring_init(&qp->orq_ring, UIW_MPA_IRD_ORD_MAX);
-	uiw_ring_init(&qp->irq_ring, UIW_MPA_IRD_ORD_MAX);
-	uiw_ring_init(&qp->irq_sent_ring, UIW_MPA_IRD_ORD_MAX);
+	/* Empty until the connection says the ORD and IRD (on_established). */
+	uiw_ring_init(&qp->orq_ring, 0);
+	uiw_ring_init(&qp->irq_ring, 0);
+	uiw_ring_init(&qp->irq_sent_ring, 0);
 	qp->srq = a->srq;
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
@@ -175,6 +176,9 @@ void uiw_qp_destroy(struct uiw_qp *qp)
 	}
 	free(qp->sq.e);
 	free(qp->rq);
+	free(qp->orq);
+	free(qp->irq);
+	free(qp->irq_sent);
 	free(qp);
 }
 
@@ -391,6 +395,18 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 	uiw_ddp_stream_attach(&qp->ddp, c);
 	qp->ord = n->ord < UIW_MPA_IRD_ORD_MAX ? n->ord : UIW_MPA_IRD_ORD_MAX;
 	qp->ird = n->ird < UIW_MPA_IRD_ORD_MAX ? n->ird : UIW_MPA_IRD_ORD_MAX;
+	if (qp->orq == NULL) {
+		qp->orq = calloc(uiw_ring_slots(qp->ord), sizeof(*qp->orq));
+		qp->irq = calloc(uiw_ring_slots(qp->ird), sizeof(*qp->irq));
+		qp->irq_sent = calloc(uiw_ring_slots(qp->ird), sizeof(*qp->irq_sent));
+		if (qp->orq == NULL || qp->irq == NULL || qp->irq_sent == NULL) {
+			uiw_qp_error(qp, "no memory for the Read queues");
+			return;
+		}
+		uiw_ring_init(&qp->orq_ring, qp->ord);
+		uiw_ring_init(&qp->irq_ring, qp->ird);
+		uiw_ring_init(&qp->irq_sent_ring, qp->ird);
+	}
 	/* An RTR used up MSN 1 of its queue: ours as initiator, the peer's as responder. */
 	if (n->rtr == UIW_MPA_RTR_SEND)
 		uiw_ddp_stream_rtr(&qp->ddp, UIW_DDP_QN_SEND, n->initiator);

@@ -62,10 +62,11 @@ static int rx_write(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const stru
 
 static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
 {
-	struct orq_entry *o = &qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)];
+	struct orq_entry *o;
 
 	if (uiw_ring_empty(&qp->orq_ring))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "Read Response with no Read outstanding");
+	o = &qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)];
 	uint8_t code = uiw_ddp_tagged_window(s, o->sink_stag, o->sink_to + o->placed,
 					     o->sink.len - o->placed);
 
