@@ -170,6 +170,23 @@ static void arp_confirm(struct uiw_net *net, struct uiw_arp_entry *e, const uint
 	arp_release(net, e, true);
 }
 
+int uiw_arp_resolve(struct uiw_net *net, uint32_t nexthop, uint64_t now)
+{
+	struct uiw_arp_entry *e = arp_find(net, nexthop);
+
+	if (e == NULL) {
+		e = arp_insert(net, nexthop);
+		if (e == NULL) {
+			net->counters[UIW_NET_C_arp_table_full]++;
+			return -ENOBUFS;
+		}
+		e->state = UIW_ARP_INCOMPLETE;
+		e->deadline = now + net->arp_retry_ns;
+		arp_request(net, e, NULL);
+	}
+	return e->state == UIW_ARP_INCOMPLETE ? 0 : 1;
+}
+
 int uiw_arp_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t nexthop, uint64_t now)
 {
 	struct uiw_arp_entry *e = arp_find(net, nexthop);

@@ -106,6 +106,18 @@ unsigned uiw_net_poll(struct uiw_net *net, uint64_t now)
 	return n;
 }
 
+int uiw_net_resolve(struct uiw_net *net, uint32_t dst, uint64_t now)
+{
+	uint32_t nexthop = dst;
+
+	if ((dst & net->netmask) != (net->ip & net->netmask)) {
+		if (net->gateway == 0)
+			return -EHOSTUNREACH;
+		nexthop = net->gateway;
+	}
+	return uiw_arp_resolve(net, nexthop, now);
+}
+
 int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_t proto,
 		   uint64_t now)
 {

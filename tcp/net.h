@@ -176,6 +176,14 @@ int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_
 int uiw_net_ping(struct uiw_net *net, uint32_t dst, uint16_t id, uint16_t seq,
 		 uint16_t payload_len, uint64_t now);
 
+/**
+ * Whether the link-layer address of the next hop to @p dst is known; when not, an ARP
+ * resolution starts (as a packet to it would start one, but nothing is held).
+ * @return 1 when known, 0 while it is being resolved, -EHOSTUNREACH with no route,
+ * -ENOBUFS when the cache is full.
+ */
+int uiw_net_resolve(struct uiw_net *net, uint32_t dst, uint64_t now);
+
 /** The cache entry for @p ip, or NULL. */
 const struct uiw_arp_entry *uiw_net_arp_lookup(const struct uiw_net *net, uint32_t ip);
 

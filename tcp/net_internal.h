@@ -62,6 +62,8 @@ void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now);
 void uiw_arp_timer(struct uiw_net *net, uint64_t now);
 /** Sends a frame whose Ethernet header still lacks its destination to @p nexthop. */
 int uiw_arp_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t nexthop, uint64_t now);
+/* uiw_net_resolve() for the next hop itself. */
+int uiw_arp_resolve(struct uiw_net *net, uint32_t nexthop, uint64_t now);
 /** Sends an ARP request for @p target; broadcast when @p dst is NULL. @return 0 or -ENOMEM. */
 int uiw_arp_send_request(struct uiw_net *net, uint32_t target, uint32_t spa, const uint8_t *dst);
 

@@ -40,7 +40,25 @@ struct uiw_cm_id {
 	struct uiw_mpa_conn *conn;
 	uint16_t port;
 	struct uiw_cm_id *ch_next, **ch_pprev;   /* in its channel's list */
+	uint64_t resolve_by;                      /* resolving: ADDR_ERROR after this */
+	struct uiw_cm_id *res_next, **res_pprev;  /* in the resolving list */
 };
+
+static void cma_poll(uint64_t now);
+
+/* Ids whose rdma_resolve_addr() waits for the next hop's ARP answer. */
+static struct uiw_cm_id *resolving;
+
+static void resolving_remove(struct uiw_cm_id *c)
+{
+	if (c->res_pprev == NULL)
+		return;
+	*c->res_pprev = c->res_next;
+	if (c->res_next != NULL)
+		c->res_next->res_pprev = c->res_pprev;
+	c->res_next = NULL;
+	c->res_pprev = NULL;
+}
 
 /* The id's events go to @p channel (NULL: nowhere) from now on. */
 static void id_set_channel(struct uiw_cm_id *c, struct rdma_event_channel *channel)
@@ -305,6 +323,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 		uiw_mpa_set_user(c->conn, NULL, NULL);
 		uiw_mpa_close(c->conn);
 	}
+	resolving_remove(c);
 	id_set_channel(c, NULL);
 	free(c);
 	return 0;
@@ -385,8 +404,42 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 		id->port_num = 1;
 	}
 	set_addr(&id->route.addr.dst_addr, ip, port);
-	queue_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0, NULL);
+	/* As Linux's rdma_cm: the address is resolved once the next hop's link-layer address
+	 * is known. Connecting first left the SYNs of a burst of connections to ARP's hold,
+	 * which keeps a few: the rest were dropped and sent again a second later. */
+	int rc = uiw_net_resolve(&c->dev->stack->net, ip, uiw_now_ns());
+
+	resolving_remove(c);
+	if (rc == 0) {
+		uiw_cma_poll_hook = cma_poll;
+		c->resolve_by = uiw_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 2000) * UIW_NS_PER_MS;
+		c->res_next = resolving;
+		if (resolving != NULL)
+			resolving->res_pprev = &c->res_next;
+		resolving = c;
+		c->res_pprev = &resolving;
+		return 0;
+	}
+	queue_event(c, rc > 0 ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR,
+		    rc > 0 ? 0 : rc, NULL, 0, NULL);
 	return 0;
+}
+
+static void cma_poll(uint64_t now)
+{
+	struct uiw_cm_id *c = resolving, *next;
+
+	for (; c != NULL; c = next) {
+		struct sockaddr_in *d = (struct sockaddr_in *)&c->id.route.addr.dst_addr;
+		int rc = uiw_net_resolve(&c->dev->stack->net, ntohl(d->sin_addr.s_addr), now);
+
+		next = c->res_next;
+		if (rc == 0 && now < c->resolve_by)
+			continue;
+		resolving_remove(c);
+		queue_event(c, rc > 0 ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR,
+			    rc > 0 ? 0 : rc < 0 ? rc : -ETIMEDOUT, NULL, 0, NULL);
+	}
 }
 
 int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)

@@ -86,6 +86,8 @@ static unsigned ring_doorbells(struct uiw_dev *d)
 	return n;
 }
 
+void (*uiw_cma_poll_hook)(uint64_t now);
+
 unsigned uiw_verbs_progress_locked(void)
 {
 	uint64_t now = uiw_now_ns();
@@ -95,6 +97,8 @@ unsigned uiw_verbs_progress_locked(void)
 		work += ring_doorbells(devs[i]);
 		work += uiw_stack_poll(devs[i]->stack, now);
 	}
+	if (uiw_cma_poll_hook != NULL)
+		uiw_cma_poll_hook(now);
 	return work;
 }
 

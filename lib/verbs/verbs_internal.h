@@ -168,4 +168,8 @@ struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
 int uiw_errno(int rc);
 
 
+/* rdma_cm's periodic work (address resolutions waiting for ARP), called by each progress
+ * pass once rdma_cm has set it: rdma_cm lives in another library in the drop-in. */
+extern void (*uiw_cma_poll_hook)(uint64_t now);
+
 #endif

@@ -166,6 +166,9 @@ perftest_set() {
 
 rping_pair memif
 pair memif ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0.1
+# A thousand connections at once: the listen backlog, the ARP wait in rdma_resolve_addr
+# and the CM's event delivery at scale.
+pair memif ucmatose_1000 "test complete" ucmatose -b 10.70.0.1 -c 1000 -- ucmatose -s 10.70.0.1 -c 1000
 perftest_set memif "2 4096 1048576"
 
 # The same over a veth pair between two namespaces (af_packet), when we may make them.

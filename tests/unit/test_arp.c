@@ -53,6 +53,28 @@ START_TEST(request_for_us_gets_exact_reply)
 }
 END_TEST
 
+/* rdma_resolve_addr() waits on this: ARP for the next hop starts without a packet to
+ * hold, one request is out at a time, and the answer makes it known. */
+START_TEST(resolve_starts_arp_and_reports_when_known)
+{
+	size_t len;
+
+	ck_assert_int_eq(uiw_net_resolve(&fx_net, IP_PEER, 0), 0);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);                     /* who-has IP_PEER */
+	ck_assert_uint_eq(get32(rte_pktmbuf_mtod(fx_port.sent[0], const uint8_t *) + 38), IP_PEER);
+	ck_assert_int_eq(uiw_net_resolve(&fx_net, IP_PEER, 1000), 0);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);                     /* no second request yet */
+	ck_assert_uint_eq(fx_count(UIW_NET_C_arp_hold_drop), 0);
+	len = build_arp(frame, MAC_US, 2, MAC_PEER, IP_PEER, MAC_US, IP_US);
+	fx_input(frame_copy(frame, len), 2000);
+	ck_assert_int_eq(uiw_net_resolve(&fx_net, IP_PEER, 3000), 1);
+	/* Off the subnet with no gateway: no route. */
+	ck_assert_int_eq(uiw_net_resolve(&fx_net, 0x0a636301u, 3000), -EHOSTUNREACH);
+}
+END_TEST
+
 START_TEST(requester_learnt)
 {
 	const struct uiw_arp_entry *e;
@@ -429,6 +451,7 @@ static Suite *arp_suite(void)
 
 	tcase_add_test(tc, request_for_us_gets_exact_reply);
 	tcase_add_test(tc, requester_learnt);
+	tcase_add_test(tc, resolve_starts_arp_and_reports_when_known);
 	tcase_add_test(tc, padded_request_reply_is_42_bytes);
 	tcase_add_test(tc, request_for_other_target_not_answered_nor_learnt);
 	tcase_add_test(tc, probe_answered_not_learnt);
