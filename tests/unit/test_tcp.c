@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_ethdev.h>
+
 #include "net_fixture.h"
 #include "tcp.h"
 #include "tcp_seq.h"
@@ -941,6 +943,45 @@ START_TEST(sack_acks_with_new_window_start_recovery)
 }
 END_TEST
 
+/* A segment whose payload could not be attached (no mbuf for the reference, with one left
+ * for the header) is not sent as a bare ACK: the data waits on the blocked list and goes
+ * on the next pass, with no ACK or timer needed to wake the connection. */
+START_TEST(payload_without_mbuf_goes_next_pass)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	struct rte_mempool *pool = test_pool();
+	unsigned cap = rte_mempool_avail_count(pool), n = 0;
+	struct rte_mbuf **hold = calloc(cap, sizeof(*hold));
+	char d[500];
+
+	memset(d, 'z', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	fake_port_clear(&fx_port);
+	fx_port.port.tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;   /* payload by reference */
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), 0), 0);
+	while (rte_mempool_avail_count(pool) > 1 && (hold[n] = rte_pktmbuf_alloc(pool)) != NULL)
+		n++;
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	for (unsigned i = 0; i < fx_port.nsent; i++) {
+		sent(i, &o);
+		ck_assert_uint_eq(o.len, 0);   /* nothing of the data went */
+	}
+	ck_assert_uint_ge(uiw_tcp_counters(T)[UIW_TCP_C_tx_nombuf], 1);
+	while (n > 0)
+		rte_pktmbuf_free(hold[--n]);
+	free(hold);
+	fake_port_clear(&fx_port);
+	uiw_tcp_run(T, now_ns);   /* no ACK, no timer: only the next pass */
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.len, sizeof(d));
+	ck_assert_mem_eq(o.data, d, sizeof(d));
+	fx_port.port.tx_offloads &= ~RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+}
+END_TEST
+
 /*
  * A full port TX queue holds data back instead of dropping it: the segments that do not
  * fit wait (tx_port_wait), go on the next pass once the PMD takes frames again, in order,
@@ -1342,6 +1383,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
 	tcase_add_test(tc, full_port_queue_holds_data_back);
+	tcase_add_test(tc, payload_without_mbuf_goes_next_pass);
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
