@@ -32,6 +32,7 @@ struct ep {
 	uint8_t rx[RX_MAX];
 	uint32_t rx_len;
 	unsigned rx_n;
+	unsigned writable;                 /* writable calls */
 	char reason[128];
 };
 
@@ -48,11 +49,18 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 static void on_rejected(void *user, struct uiw_mpa_conn *c, const uint8_t *pd, uint16_t len);
 static int on_ulpdu(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
 static void on_closed(void *user, struct uiw_mpa_conn *c, int err);
+static void on_writable(void *user, struct uiw_mpa_conn *c);
 
 static const struct uiw_mpa_ops ep_ops = {
 	.request = on_request, .established = on_established, .rejected = on_rejected,
-	.ulpdu = on_ulpdu, .closed = on_closed,
+	.ulpdu = on_ulpdu, .closed = on_closed, .writable = on_writable,
 };
+
+static void on_writable(void *user, struct uiw_mpa_conn *c)
+{
+	(void)c;
+	((struct ep *)user)->writable++;
+}
 
 static void on_request(void *ctx, struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *req)
 {
@@ -656,6 +664,38 @@ START_TEST(held_fpdus_wait_for_room_in_order)
 }
 END_TEST
 
+/* A send refused (TCP's budget full, or no mbuf) while nothing of the connection is
+ * unacknowledged gets no ACK to call writable: the poll calls it once there may be room.
+ * Before, such a QP waited for ever (1,000 QPs sharing a pool stalled this way). */
+START_TEST(refused_send_with_nothing_in_flight_is_woken_by_the_poll)
+{
+	uint8_t req[64], fpdu[64], buf[8] = { 0 };
+	struct uiw_mpa_params lp;
+	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) }, iov = { buf, 8 };
+	struct uiw_tcp *tb = pair_b.st.tcp;
+	unsigned saved;
+
+	params(&lp);
+	rsp.accept_p = lp;
+	raw_connect_to_listener(&lp);
+	raw_send(req, siw_request(req, 0));
+	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	raw_send(fpdu, uiw_mpa_fpdu_encode(&out, 1, 0, false, false, &in, 1));
+	pair_run_for(20);
+	ck_assert_uint_eq(rsp.rx_n, 1);   /* full operation, nothing of ours in flight */
+	saved = tb->sq_mbufs;
+	tb->sq_mbufs = tb->sq_mbufs_max;
+	ck_assert_int_eq(uiw_mpa_send(rsp.c, &iov, 1), -ENOBUFS);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_tx_starved), 1);
+	rsp.writable = 0;
+	tb->sq_mbufs = saved;
+	pair_run_for(5);
+	ck_assert_uint_ge(rsp.writable, 1);
+	ck_assert_int_eq(uiw_mpa_send(rsp.c, &iov, 1), 0);
+}
+END_TEST
+
 /* rdma_cm lets an application ask for IRD/ORD 255: the Request advertises what a QP serves
  * (128), and so does the Reply of a responder asked for as much. */
 START_TEST(ird_ord_advertised_as_served)
@@ -1101,6 +1141,7 @@ int main(void)
 	tcase_add_loop_test(tc, negotiation_matrix, 0, 2 * 2 * 2 * 4 * 6);
 	tcase_add_test(tc, responder_holds_sends_until_first_fpdu);
 	tcase_add_test(tc, held_fpdus_wait_for_room_in_order);
+	tcase_add_test(tc, refused_send_with_nothing_in_flight_is_woken_by_the_poll);
 	tcase_add_test(tc, ird_ord_advertised_as_served);
 	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
 	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);
