@@ -241,7 +241,12 @@ void uiw_qp_pump(struct uiw_qp *qp)
 			return;
 		}
 		if (rc < 0) {
-			uiw_qp_error(qp, "cannot send: MPA refused a segment");
+			char why[80];
+
+			/* -ENOTCONN: the connection is closing (the peer's FIN came first). */
+			snprintf(why, sizeof(why), "cannot send: MPA refused a segment (%s)",
+				 rc == -ENOTCONN ? "the connection is closing" : strerror(-rc));
+			uiw_qp_error(qp, why);
 			return;
 		}
 		finish(qp, kind);
