@@ -782,7 +782,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	attr->cap.max_recv_wr = attr->srq != NULL ? 0 : a.rq_size;   /* the SRQ's receives */
 	q->cap = attr->cap;
 	q->next = d->qps;
+	if (d->qps != NULL)
+		d->qps->pprev = &q->next;
 	d->qps = q;
+	q->pprev = &d->qps;
 	return &q->qp;
 }
 
@@ -828,16 +831,18 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 			uiw_mpa_close(conn);
 		}
 	}
-	for (struct uiw_qp_v **p = &q->dev->kick; *p != NULL; p = &(*p)->kick_next)
+	/* The doorbell list holds only QPs with work just posted: short, walked only then. */
+	for (struct uiw_qp_v **p = &q->dev->kick; q->kicked && *p != NULL; p = &(*p)->kick_next)
 		if (*p == q) {
 			*p = q->kick_next;
 			break;
 		}
-	for (struct uiw_qp_v **p = &q->dev->qps; *p != NULL; p = &(*p)->next)
-		if (*p == q) {
-			*p = q->next;
-			break;
-		}
+	/* Unlinked in O(1): tearing down 10,000 QPs walked the list 10,000 times. */
+	if (q->pprev != NULL) {
+		*q->pprev = q->next;
+		if (q->next != NULL)
+			q->next->pprev = q->pprev;
+	}
 	qp_counters_add(gone_qps, q);
 	async_forget(qp->context, qp);
 	uiw_qp_destroy(q->core);

@@ -133,7 +133,7 @@ struct uiw_qp_v {
 	struct uiw_qp_v *kick_next;
 	struct rdma_cm_id *cm;        /* the id it was made on (rdma_create_qp), if any */
 	uint8_t *inl;                 /* inline data, UIW_MAX_INLINE bytes per send queue slot */
-	struct uiw_qp_v *next;        /* the device's list of QPs */
+	struct uiw_qp_v *next, **pprev;  /* the device's list of QPs (O(1) removal) */
 };
 
 /* verbs_wr.c: ibv_create_qp_ex (the context's create_qp_ex), and what ibv_destroy_qp frees. */
