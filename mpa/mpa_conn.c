@@ -52,6 +52,7 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
 	m->lend_iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
 	TAILQ_INIT(&m->conns);
 	TAILQ_INIT(&m->starved);
+	TAILQ_INIT(&m->timed);
 	*out = m;
 	return 0;
 }
@@ -77,6 +78,8 @@ static void conn_free(struct uiw_mpa_conn *c)
 	TAILQ_REMOVE(&c->m->conns, c, link);
 	if (c->starved)
 		TAILQ_REMOVE(&c->m->starved, c, starved_link);
+	if (c->timed)
+		TAILQ_REMOVE(&c->m->timed, c, timed_link);
 	c->m->nconns--;
 	uiw_mpa_deframer_fini(&c->rx);
 	for (unsigned i = 0; i < c->nheld; i++)
@@ -880,8 +883,8 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 	if (now < m->next_due)
 		return;
 	m->next_due = UINT64_MAX;   /* what the walk's callbacks set lowers it again */
-	for (c = TAILQ_FIRST(&m->conns); c != NULL; c = next) {
-		next = TAILQ_NEXT(c, link);
+	for (c = TAILQ_FIRST(&m->timed); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, timed_link);
 		if (c->release_at != 0 && now >= c->release_at && c->state == MPA_S_FULL)
 			release_held(c);
 		if (c->release_at != 0 && c->release_at < due)
@@ -889,6 +892,10 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 		if (c->deadline == 0 || now < c->deadline) {
 			if (c->deadline != 0 && c->deadline < due)
 				due = c->deadline;
+			if (c->deadline == 0 && c->release_at == 0) {
+				TAILQ_REMOVE(&m->timed, c, timed_link);
+				c->timed = false;
+			}
 			continue;
 		}
 		mpa_count(m, UIW_MPA_C_timeout);

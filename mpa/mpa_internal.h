@@ -69,6 +69,8 @@ struct uiw_mpa_conn {
 	 * unacknowledged: no ACK will call writable, so the poll does (uiw_mpa_run). */
 	bool starved;
 	TAILQ_ENTRY(uiw_mpa_conn) starved_link;
+	bool timed;                     /* on uiw_mpa.timed: a deadline or release is set */
+	TAILQ_ENTRY(uiw_mpa_conn) timed_link;
 };
 
 TAILQ_HEAD(mpa_conn_list, uiw_mpa_conn);
@@ -81,6 +83,9 @@ struct uiw_mpa {
 	struct mpa_conn_list conns;
 	unsigned nconns;
 	uint64_t next_due;              /* no connection's deadline or release falls before */
+	/* The connections with a deadline or a release set (uiw_mpa_run() walks these, not all
+	 * of them: thousands of established connections have none). */
+	struct mpa_conn_list timed;
 	struct mpa_conn_list starved;   /* connections to call writable for (starved_link) */
 	uint64_t starved_at;            /* not before: the pool refills between tries */
 	bool lend;                      /* uiw_mpa_send_lent() lends (config tx_zero_copy) */
@@ -93,6 +98,10 @@ void uiw_mpa_unpend(struct uiw_mpa_conn *c);
 
 static inline uint64_t mpa_due(struct uiw_mpa_conn *c, uint64_t at)
 {
+	if (!c->timed) {
+		c->timed = true;
+		TAILQ_INSERT_TAIL(&c->m->timed, c, timed_link);
+	}
 	if (at < c->m->next_due)
 		c->m->next_due = at;
 	return at;
