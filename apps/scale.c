@@ -767,6 +767,12 @@ int main(int argc, char **argv)
 		rdma_destroy_qp(cli.c[i].id);
 		rdma_destroy_id(cli.c[i].id);
 	}
+	/* $UIWARP_STATS, as for the other tools: every layer's counters at the end. */
+	if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0) {
+		app_print_counters(o.m.pair ? "A (client)" : "the client", stack_a);
+		if (stack_b != NULL)
+			app_print_counters("B (server)", stack_b);
+	}
 	printf("PASS\n");
 	return 0;
 }
