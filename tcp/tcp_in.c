@@ -391,9 +391,17 @@ static bool sync_checks(struct uiw_tcp_conn *c, struct tcp_seg *s)
 			tcp_count(t, UIW_TCP_C_drop_rst_invalid);
 			return false;
 		}
-		if (seq_le(s->seq + s->len, c->rcv_nxt) && s->len > 0)
+		if (seq_le(s->seq + s->len, c->rcv_nxt) && s->len > 0) {
 			tcp_count(t, UIW_TCP_C_dup_segs);
-		else
+			/* RFC 2883: the ACK says which octets came twice, so that the sender
+			 * can tell a needless retransmission from a loss (Linux undoes the
+			 * window cut; ours takes it for no duplicate ACK). */
+			if (c->flags & TF_SACK_OK) {
+				c->dsack[0] = s->seq;
+				c->dsack[1] = s->seq + s->len;
+				c->dsack_pending = true;
+			}
+		} else
 			tcp_count(t, UIW_TCP_C_drop_out_of_window);
 		c->st.drops++;
 		c->flags |= TF_ACK_NOW;

@@ -152,6 +152,8 @@ struct uiw_tcp_conn {
 	 * first: the order of the SACK blocks (RFC 2018 §4). */
 	uint32_t sack_recent[TCP_SACK_BLOCKS];
 	uint8_t nsack_recent;
+	bool dsack_pending;                /* the next ACK reports dsack first (RFC 2883) */
+	uint32_t dsack[2];                 /* a duplicate segment received, [left, right) */
 	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
 
 	/* RTT (RFC 6298), microseconds. */

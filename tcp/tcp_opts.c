@@ -159,8 +159,15 @@ unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_
 		p[n++] = UIW_TCPOPT_NOP;
 		n += put_ts(p + n, tsval, c->ts_recent);
 	}
-	if ((c->flags & TF_SACK_OK) && c->nooo > 0) {
-		nb = uiw_tcp_reass_sack_blocks(c, blocks, (c->flags & TF_TS_OK) ? 3 : 4);
+	if ((c->flags & TF_SACK_OK) && (c->nooo > 0 || c->dsack_pending)) {
+		unsigned max = (c->flags & TF_TS_OK) ? 3 : 4, first = 0;
+
+		if (c->dsack_pending) {   /* RFC 2883 §4: the D-SACK block goes first */
+			blocks[0][0] = c->dsack[0];
+			blocks[0][1] = c->dsack[1];
+			first = 1;
+		}
+		nb = first + uiw_tcp_reass_sack_blocks(c, blocks + first, max - first);
 		p[n++] = UIW_TCPOPT_NOP;
 		p[n++] = UIW_TCPOPT_NOP;
 		p[n++] = UIW_TCPOPT_SACK;

@@ -465,6 +465,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n);
 	if (flags & UIW_TCP_ACK) {
 		c->last_ack_sent = c->rcv_nxt;
+		c->dsack_pending = false;   /* reported once (in the options just built) */
 		c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
 		c->t_delack = 0;
 		c->unacked_segs = 0;

@@ -526,6 +526,41 @@ START_TEST(sack_blocks_repeat_the_most_recent)
 }
 END_TEST
 
+/* RFC 2883: a segment that came twice is reported in the next ACK's first SACK block (a
+ * D-SACK), once: the sender learns its retransmission was needless. */
+START_TEST(duplicate_segment_reported_by_dsack)
+{
+	uint8_t opts[] = { 4, 2, 1, 1 };
+	struct out syn = establish_passive(opts, sizeof(opts));
+	uint8_t d[100] = { 0 };
+	uint32_t b[4][2];
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 100 });
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 100 });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	ck_assert_uint_eq(last_sack_blocks(b), 1);
+	ck_assert_uint_eq(b[0][0], PEER_ISN + 1);
+	ck_assert_uint_eq(b[0][1], PEER_ISN + 101);
+	/* With a hole open too: the D-SACK first, then the block beyond the hole. */
+	inject(&(struct seg){ .seq = PEER_ISN + 201, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 100 });
+	inject(&(struct seg){ .seq = PEER_ISN + 51, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 50 });
+	ck_assert_uint_eq(last_sack_blocks(b), 2);
+	ck_assert_uint_eq(b[0][0], PEER_ISN + 51);
+	ck_assert_uint_eq(b[0][1], PEER_ISN + 101);
+	ck_assert_uint_eq(b[1][0], PEER_ISN + 201);
+	/* Reported once: the next ACK has only the hole's block. */
+	inject(&(struct seg){ .seq = PEER_ISN + 301, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = d, .len = 100 });
+	ck_assert_uint_eq(last_sack_blocks(b), 1);
+	ck_assert_uint_eq(b[0][0], PEER_ISN + 201);
+}
+END_TEST
+
 START_TEST(overlapping_retransmission_delivers_only_new_bytes)
 {
 	struct out syn = establish_passive(NULL, 0);
@@ -1359,6 +1394,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, delayed_ack_sent_by_timer);
 	tcase_add_test(tc, out_of_order_data_sacked_then_filled);
 	tcase_add_test(tc, sack_blocks_repeat_the_most_recent);
+	tcase_add_test(tc, duplicate_segment_reported_by_dsack);
 	tcase_add_test(tc, overlapping_retransmission_delivers_only_new_bytes);
 	tcase_add_test(tc, rst_in_window_gets_challenge_ack);
 	tcase_add_test(tc, rst_outside_window_ignored);
