@@ -153,6 +153,7 @@ struct uiw_tcp_conn {
 	uint32_t sack_recent[TCP_SACK_BLOCKS];
 	uint8_t nsack_recent;
 	bool dsack_pending;                /* the next ACK reports dsack first (RFC 2883) */
+	bool syn_held;                     /* our SYN (or SYN-ACK) waits for room in the port */
 	uint32_t dsack[2];                 /* a duplicate segment received, [left, right) */
 	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
 

@@ -14,6 +14,15 @@ void uiw_tcp_mark_pending(struct uiw_tcp_conn *c)
 	c->tcp->pending = c;
 }
 
+/* Not the scratch TCB of a SYN cookie's SYN-ACK (tcp_in.c), which cannot wait: its
+ * TSval carries the cookie, and it is gone when the call returns. */
+static bool conn_in_table(const struct uiw_tcp_conn *c)
+{
+	uintptr_t p = (uintptr_t)c, lo = (uintptr_t)c->tcp->conns;
+
+	return p >= lo && p < lo + (uintptr_t)c->tcp->max_conns * sizeof(*c);
+}
+
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c)
 {
 	if (c->flags & TF_TX_BLOCKED)
@@ -406,8 +415,14 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	uint16_t win;
 	int rc;
 
-	if (len > 0 && uiw_port_tx_room(t->port) == 0) {
+	/* A full port queue holds back data, and the SYN, FIN or ACK owed now as well: they
+	 * go next pass. Dropped, they waited for a timer (a SYN: a second), and a burst of
+	 * connections set up at once over memif overflowed the ring. */
+	if ((len > 0 || (flags & (UIW_TCP_SYN | UIW_TCP_FIN)) || (c->flags & TF_ACK_NOW)) &&
+	    conn_in_table(c) && uiw_port_tx_room(t->port) == 0) {
 		tcp_count(t, UIW_TCP_C_tx_port_wait);
+		if (flags & UIW_TCP_SYN)
+			c->syn_held = true;
 		uiw_tcp_mark_blocked(c);
 		return -EAGAIN;
 	}
@@ -675,6 +690,15 @@ void uiw_tcp_output(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	bool sent = false;
+
+	if (c->syn_held) {
+		c->syn_held = false;
+		if (c->state == UIW_TCP_SYN_SENT || c->state == UIW_TCP_SYN_RECEIVED) {
+			uiw_tcp_send_segment(c, c->iss, 0, c->state == UIW_TCP_SYN_SENT
+				? UIW_TCP_SYN : UIW_TCP_SYN | UIW_TCP_ACK);
+			return;
+		}
+	}
 
 	if (can_send_data(c)) {
 		uint32_t pipe = uiw_tcp_pipe(c);

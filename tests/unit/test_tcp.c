@@ -1057,6 +1057,33 @@ START_TEST(full_port_queue_holds_data_back)
 }
 END_TEST
 
+/* A SYN that meets a full port queue waits for the next pass like data, instead of being
+ * dropped and sent again by the retransmission timer a second later (a burst of set-ups
+ * over memif overflowed the ring that way). */
+START_TEST(syn_waits_for_a_full_port_queue)
+{
+	uint8_t f[60] = { 0 };
+	struct uiw_tcp_conn *c;
+	struct out o;
+
+	fx_port.accept = 0;   /* the PMD's ring is full */
+	for (int i = 0; i < UIW_PORT_TX_BUF; i++)
+		uiw_port_tx(&fx_port.port, frame_copy(f, sizeof(f)));
+	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 82, &ops, NULL, now_ns, &c), 0);
+	ck_assert_uint_eq(fx_port.port.counters[UIW_PORT_C_tx_drop_full], 0);
+	ck_assert_uint_ge(uiw_tcp_counters(T)[UIW_TCP_C_tx_port_wait], 1);
+	fx_port.accept = UINT32_MAX;   /* the ring drains */
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, UIW_PORT_TX_BUF);
+	uiw_tcp_run(T, now_ns);   /* the next pass, long before any timer */
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, UIW_PORT_TX_BUF + 1);
+	sent(UIW_PORT_TX_BUF, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_retransmits], 0);
+}
+END_TEST
+
 START_TEST(orderly_close_both_ways)
 {
 	struct out syn = establish_passive(NULL, 0), o;
@@ -1420,6 +1447,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
 	tcase_add_test(tc, full_port_queue_holds_data_back);
 	tcase_add_test(tc, payload_without_mbuf_goes_next_pass);
+	tcase_add_test(tc, syn_waits_for_a_full_port_queue);
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
