@@ -6,7 +6,6 @@
  * size: the client's private data says the test, the server's answers with its buffer.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <inttypes.h>
@@ -20,6 +19,7 @@
 #include <rte_eal.h>
 
 #include "instance.h"
+#include "verbs_app.h"
 #include "uiw_time.h"
 #include "uiw_verbs.h"
 
@@ -473,21 +473,11 @@ static void one_size(const struct opts *o, uint32_t ip, uint16_t port, uint32_t 
 	ep_teardown(&cli);
 }
 
-static void open_devices(const struct opts *o, struct uiw_config *cfg, struct uiw_stack *a,
-			 struct uiw_stack *b)
+static struct rdma_event_channel *channel(void)
 {
-	if (o->m.pair ? app_stack_pair(a, b, cfg, UIW_STACK_MPA, "perf") != 0
-		      : app_stack_open(a, cfg, UIW_STACK_MPA, o->link_wait_ms) != 0)
-		exit(1);
-	if (uiw_verbs_add_device(a) != 0 || (o->m.pair && uiw_verbs_add_device(b) != 0))
-		exit(1);
-}
+	struct rdma_event_channel *ch = app_nonblocking_channel();
 
-static struct rdma_event_channel *nonblocking_channel(void)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-
-	if (ch == NULL || fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) != 0)
+	if (ch == NULL)
 		die("event channel");
 	return ch;
 }
@@ -508,7 +498,8 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 2;
-	open_devices(&o, &cfg, &a, &b);
+	if (app_verbs_open(&a, &b, &cfg, &o.m, "perf", o.link_wait_ms) != 0)
+		return 1;
 	if (!o.m.pair) {
 		stats_stack = &a;
 		signal(SIGINT, on_stop_signal);
@@ -520,7 +511,7 @@ int main(int argc, char **argv)
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 					  .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
-		srv_ch = nonblocking_channel();
+		srv_ch = channel();
 		if (rdma_create_id(srv_ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
 		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 || rdma_listen(listen_id, 4) != 0)
 			die("listen");
@@ -530,7 +521,7 @@ int main(int argc, char **argv)
 		for (;;)
 			progress(NULL);
 	}
-	cli_ch = nonblocking_channel();
+	cli_ch = channel();
 	if (!o.csv)
 		printf("%s %s over uiwarp (%s)\n %-9s %-12s %s\n", op_names[o.op], o.lat ? "latency" : "bandwidth",
 		       o.m.pair ? "two instances on a ring pair in one thread" : "to the peer",

@@ -14,7 +14,6 @@
  * The server serves any number of clients' QPs up to its own --qps.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -29,6 +28,7 @@
 #include <rte_eal.h>
 
 #include "instance.h"
+#include "verbs_app.h"
 #include "uiw_time.h"
 #include "uiw_verbs.h"
 
@@ -649,11 +649,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static struct rdma_event_channel *nonblocking_channel(void)
+static struct rdma_event_channel *channel(void)
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch = app_nonblocking_channel();
 
-	if (ch == NULL || fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) != 0)
+	if (ch == NULL)
 		die("event channel");
 	return ch;
 }
@@ -678,10 +678,7 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 2;
-	if (o.m.pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_MPA, "scale") != 0
-		     : app_stack_open(&a, &cfg, UIW_STACK_MPA, o.link_wait_ms) != 0)
-		return 1;
-	if (uiw_verbs_add_device(&a) != 0 || (o.m.pair && uiw_verbs_add_device(&b) != 0))
+	if (app_verbs_open(&a, &b, &cfg, &o.m, "scale", o.link_wait_ms) != 0)
 		return 1;
 	stack_a = &a;
 	stack_b = o.m.pair ? &b : NULL;
@@ -691,7 +688,7 @@ int main(int argc, char **argv)
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 					  .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
-		srv.ch = nonblocking_channel();
+		srv.ch = channel();
 		if (rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
 		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 || rdma_listen(listen_id, 0) != 0)
 			die("listen");
@@ -706,7 +703,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port),
 				   .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : o.m.connect_ip) };
 
-	cli.ch = nonblocking_channel();
+	cli.ch = channel();
 	/* The client's PD, CQ and buffers need its device, the first address resolution's:
 	 * the memory per QP is counted from there. */
 	cli.nqp = o.qps;
