@@ -587,19 +587,28 @@ static void assert_terminate_at(uint32_t off, uint8_t code)
 	ck_assert(pair_run_until(raw_is, &raw.peer_closed, 2000));
 }
 
-START_TEST(responder_holds_sends_until_first_fpdu)
+/* A raw initiator on A (siw's Request) and the MPA responder on B, established: the
+ * responder holds what it sends until the initiator's first FPDU. */
+static void raw_initiator_to_responder(void)
 {
-	uint8_t req[64], fpdu[64];
 	struct uiw_mpa_params lp;
-	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
-	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
-	uint32_t sizes[] = { 5, 6 };
+	uint8_t req[64];
 
 	params(&lp);
 	rsp.accept_p = lp;
 	raw_connect_to_listener(&lp);
 	raw_send(req, siw_request(req, 0));
 	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+}
+
+START_TEST(responder_holds_sends_until_first_fpdu)
+{
+	uint8_t fpdu[64];
+	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
+	uint32_t sizes[] = { 5, 6 };
+
+	raw_initiator_to_responder();
 	send_sizes(&rsp, sizes, 2);
 	uint32_t reply_len = 24;
 
@@ -626,19 +635,14 @@ END_TEST
  * held, in order, with later ones behind them, and go once there is room: none is lost. */
 START_TEST(held_fpdus_wait_for_room_in_order)
 {
-	uint8_t req[64], fpdu[64];
-	struct uiw_mpa_params lp;
+	uint8_t fpdu[64];
 	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
 	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
 	uint32_t sizes[] = { 5, 6 }, later[] = { 7 }, reply_len = 24, n, want;
 	struct uiw_tcp *tb = pair_b.st.tcp;
 	unsigned saved;
 
-	params(&lp);
-	rsp.accept_p = lp;
-	raw_connect_to_listener(&lp);
-	raw_send(req, siw_request(req, 0));
-	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	raw_initiator_to_responder();
 	send_sizes(&rsp, sizes, 2);
 	ck_assert(pair_run_until(raw_has, &reply_len, 2000));
 	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_fpdu_held), 2);
@@ -669,18 +673,13 @@ END_TEST
  * Before, such a QP waited for ever (1,000 QPs sharing a pool stalled this way). */
 START_TEST(refused_send_with_nothing_in_flight_is_woken_by_the_poll)
 {
-	uint8_t req[64], fpdu[64], buf[8] = { 0 };
-	struct uiw_mpa_params lp;
+	uint8_t fpdu[64], buf[8] = { 0 };
 	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
 	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) }, iov = { buf, 8 };
 	struct uiw_tcp *tb = pair_b.st.tcp;
 	unsigned saved;
 
-	params(&lp);
-	rsp.accept_p = lp;
-	raw_connect_to_listener(&lp);
-	raw_send(req, siw_request(req, 0));
-	ck_assert(pair_run_until(raw_is, &rsp.established, 2000));
+	raw_initiator_to_responder();
 	raw_send(fpdu, uiw_mpa_fpdu_encode(&out, 1, 0, false, false, &in, 1));
 	pair_run_for(20);
 	ck_assert_uint_eq(rsp.rx_n, 1);   /* full operation, nothing of ours in flight */
