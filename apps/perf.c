@@ -473,15 +473,6 @@ static void one_size(const struct opts *o, uint32_t ip, uint16_t port, uint32_t 
 	ep_teardown(&cli);
 }
 
-static struct rdma_event_channel *channel(void)
-{
-	struct rdma_event_channel *ch = app_nonblocking_channel();
-
-	if (ch == NULL)
-		die("event channel");
-	return ch;
-}
-
 int main(int argc, char **argv)
 {
 	static struct uiw_stack a, b;
@@ -511,7 +502,7 @@ int main(int argc, char **argv)
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 					  .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
-		srv_ch = channel();
+		srv_ch = app_nonblocking_channel();
 		if (rdma_create_id(srv_ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
 		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 || rdma_listen(listen_id, 4) != 0)
 			die("listen");
@@ -521,7 +512,7 @@ int main(int argc, char **argv)
 		for (;;)
 			progress(NULL);
 	}
-	cli_ch = channel();
+	cli_ch = app_nonblocking_channel();
 	if (!o.csv)
 		printf("%s %s over uiwarp (%s)\n %-9s %-12s %s\n", op_names[o.op], o.lat ? "latency" : "bandwidth",
 		       o.m.pair ? "two instances on a ring pair in one thread" : "to the peer",

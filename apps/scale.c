@@ -649,15 +649,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static struct rdma_event_channel *channel(void)
-{
-	struct rdma_event_channel *ch = app_nonblocking_channel();
-
-	if (ch == NULL)
-		die("event channel");
-	return ch;
-}
-
 int main(int argc, char **argv)
 {
 	static struct uiw_stack a, b;
@@ -688,7 +679,7 @@ int main(int argc, char **argv)
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 					  .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : cfg.ip) };
 
-		srv.ch = channel();
+		srv.ch = app_nonblocking_channel();
 		if (rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
 		    rdma_bind_addr(listen_id, (struct sockaddr *)&sa) != 0 || rdma_listen(listen_id, 0) != 0)
 			die("listen");
@@ -703,7 +694,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port),
 				   .sin_addr.s_addr = htonl(o.m.pair ? UIW_STACK_PAIR_IP_B : o.m.connect_ip) };
 
-	cli.ch = channel();
+	cli.ch = app_nonblocking_channel();
 	/* The client's PD, CQ and buffers need its device, the first address resolution's:
 	 * the memory per QP is counted from there. */
 	cli.nqp = o.qps;

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "uiw_verbs.h"
 #include "verbs_app.h"
@@ -19,9 +23,9 @@ struct rdma_event_channel *app_nonblocking_channel(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 
-	if (ch != NULL && fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) != 0) {
-		rdma_destroy_event_channel(ch);
-		return NULL;
+	if (ch == NULL || fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) != 0) {
+		fprintf(stderr, "rdma_cm event channel: %s\n", strerror(errno));
+		exit(1);
 	}
 	return ch;
 }

@@ -12,8 +12,8 @@
 int app_verbs_open(struct uiw_stack *a, struct uiw_stack *b, struct uiw_config *cfg,
 		   const struct app_mode *m, const char *name, unsigned link_wait_ms);
 
-/** An rdma_cm event channel whose rdma_get_cm_event() does not block. @return NULL on
- *  failure (errno set). */
+/** An rdma_cm event channel whose rdma_get_cm_event() does not block; on failure the
+ *  tool exits after saying why. */
 struct rdma_event_channel *app_nonblocking_channel(void);
 
 #endif
