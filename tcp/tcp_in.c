@@ -566,7 +566,8 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	 * moves the cumulative ACK or the window (Linux's window grows in nearly every ACK
 	 * while it autotunes: by RFC 5681's definition alone, recoveries started late or
 	 * never, and the retransmission timer found the loss). */
-	if (new_sacked || (s->opt.nsack == 0 && s->ack == c->snd_una && s->len == 0 &&
+	if (new_sacked || ((!(c->flags & TF_SACK_OK) || s->opt.nsack == 0) &&
+			   s->ack == c->snd_una && s->len == 0 &&
 			   !(s->flags & UIW_TCP_FIN) && seq_lt(c->snd_una, c->snd_max) &&
 			   wnd == c->snd_wnd)) {
 		c->st.dup_acks++;

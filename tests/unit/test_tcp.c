@@ -940,6 +940,34 @@ START_TEST(fast_retransmit_on_three_duplicate_acks)
 }
 END_TEST
 
+/* Without SACK negotiated, SACK blocks a peer sends anyway are ignored, and its
+ * duplicate ACKs still count (RFC 5681 §3.2). */
+START_TEST(stray_sack_blocks_do_not_hide_duplicate_acks)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	char d[536 * 6];
+	uint32_t una = syn.seq + 1;
+	uint8_t opt[12] = { 1, 1, 5, 10 };
+
+	memset(d, 'x', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK });
+	fake_port_clear(&fx_port);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, 536), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	fake_port_clear(&fx_port);
+	put32(opt + 4, una + 536);
+	put32(opt + 8, una + 2 * 536);
+	for (int i = 0; i < 3; i++)
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK,
+				      .opts = opt, .optlen = 12 });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_fast_retransmits], 1);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_eq(o.seq, una);
+}
+END_TEST
+
 /* RFC 6675 §2: with SACK, an ACK that SACKs new data is a duplicate acknowledgment even
  * when it also moves the cumulative ACK or changes the window (as Linux's does while its
  * receive window autotunes). Counted by RFC 5681's definition alone, these ACKs started
@@ -1445,6 +1473,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
+	tcase_add_test(tc, stray_sack_blocks_do_not_hide_duplicate_acks);
 	tcase_add_test(tc, full_port_queue_holds_data_back);
 	tcase_add_test(tc, payload_without_mbuf_goes_next_pass);
 	tcase_add_test(tc, syn_waits_for_a_full_port_queue);
