@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
 	printf("uiwarp demo: two stack instances joined by a DPDK ring pair in one process\n");
-	if (uiw_port_ringpair_create("demo", &id_a, &id_b) != 0 ||
+	if (uiw_port_ringpair_create("demo", 1, &id_a, &id_b) != 0 ||
 	    open_instance(&sa, id_a, &cfg, DEMO_IP_A, 1) != 0 ||
 	    open_instance(&sb, id_b, &cfg, DEMO_IP_B, 2) != 0)
 		return 1;

@@ -11,10 +11,10 @@
 #include "uiw_time.h"
 
 int app_stack_open(struct uiw_stack *s, const struct uiw_config *cfg, enum uiw_stack_top top,
-		   unsigned link_wait_ms)
+		   unsigned link_wait_ms, bool engines)
 {
 	const struct uiw_stack_opts o = { .top = top, .port_id = UIW_STACK_PORT_CONFIG,
-					  .link_wait_ms = link_wait_ms };
+					  .link_wait_ms = link_wait_ms, .engines = engines };
 	char err[512];
 	int rc = uiw_stack_open(s, cfg, &o, err, sizeof(err));
 
@@ -24,10 +24,18 @@ int app_stack_open(struct uiw_stack *s, const struct uiw_config *cfg, enum uiw_s
 }
 
 int app_stack_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
-		   enum uiw_stack_top top, const char *name)
+		   enum uiw_stack_top top, const char *name, bool engines)
 {
 	char err[512];
-	int rc = uiw_stack_open_pair(a, b, cfg, top, name, err, sizeof(err));
+	int rc;
+
+	if (cfg->engines > 1 && !engines) {
+		fprintf(stderr, "configuration: key 'engines' is %u, but this program runs one "
+			"engine (engines are for the verbs programs and the drop-in libraries)\n",
+			cfg->engines);
+		return -1;
+	}
+	rc = uiw_stack_open_pair(a, b, cfg, top, name, err, sizeof(err));
 
 	if (rc != 0)
 		fprintf(stderr, "%s%s\n", rc == -EINVAL ? "configuration: " : "", err);

@@ -10,14 +10,15 @@
 #include "uiw_stack.h"
 
 /** uiw_stack_open() on the configuration's port, built to @p top, waiting up to
- *  @p link_wait_ms for the link. @return 0, or -1 after printing why. */
+ *  @p link_wait_ms for the link; more than one engine only if @p engines (a verbs tool).
+ *  @return 0, or -1 after printing why. */
 int app_stack_open(struct uiw_stack *s, const struct uiw_config *cfg, enum uiw_stack_top top,
-		   unsigned link_wait_ms);
+		   unsigned link_wait_ms, bool engines);
 
-/** uiw_stack_open_pair(): two instances on a ring pair named @p name, at
+/** uiw_stack_open_pair(): two instances on a ring pair named @p name (engines as above), at
  *  UIW_STACK_PAIR_IP_A and _B. @return 0, or -1 after printing why. */
 int app_stack_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
-		   enum uiw_stack_top top, const char *name);
+		   enum uiw_stack_top top, const char *name, bool engines);
 
 /** Prints the non-zero counters of every layer of the instance under @p title. */
 void app_print_counters(const char *title, struct uiw_stack *s);

@@ -310,8 +310,8 @@ static int open_all(struct run *r, const struct uiw_config *cfg, FILE **pcap)
 	static struct app_pcap pa, pb;
 	const struct opts *o = r->o;
 
-	if (o->m.pair ? app_stack_pair(&r->a, &r->b, cfg, UIW_STACK_MPA, "mpa") != 0
-		    : app_stack_open(&r->a, cfg, UIW_STACK_MPA, o->link_wait_ms) != 0)
+	if (o->m.pair ? app_stack_pair(&r->a, &r->b, cfg, UIW_STACK_MPA, "mpa", false) != 0
+		    : app_stack_open(&r->a, cfg, UIW_STACK_MPA, o->link_wait_ms, false) != 0)
 		return -1;
 	if (o->pcap != NULL) {
 		*pcap = app_pcap_open(o->pcap);

@@ -411,8 +411,8 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	if (pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_MPA, "rping") != 0
-		 : app_stack_open(&a, &cfg, UIW_STACK_MPA, 10000) != 0)
+	if (pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_MPA, "rping", true) != 0
+		 : app_stack_open(&a, &cfg, UIW_STACK_MPA, 10000, true) != 0)
 		return 1;
 	if (uiw_verbs_add_device(&a) != 0 || (pair && uiw_verbs_add_device(&b) != 0))
 		return 1;

@@ -86,6 +86,25 @@ struct opts {
 static struct side cli, srv;
 static struct uiw_stack *stack_a, *stack_b;
 
+/* With more than one engine: the connections each engine of @p s holds. @return false
+ * when one holds none (connections open on each engine in turn). */
+static bool print_engines(const char *name, struct uiw_stack *s)
+{
+	bool all = true;
+
+	if (s == NULL || s->nengines < 2)
+		return true;
+	printf("engines of %s: connections", name);
+	for (unsigned i = 0; i < s->nengines; i++) {
+		unsigned n = uiw_tcp_conn_count(uiw_stack_engine(s, i)->tcp);
+
+		printf(" %u", n);
+		all = all && n > 0;
+	}
+	printf("\n");
+	return all;
+}
+
 /* Something did not finish: what each instance counted says why. */
 static void stuck(const char *what)
 {
@@ -93,7 +112,9 @@ static void stuck(const char *what)
 	if (stack_a != NULL) {
 		printf("A (client) now:\n");
 		uiw_stack_print_gauges(stdout, stack_a);
-		printf("%u connections with data to send\n", uiw_tcp_dump_sending(stack_a->tcp, stdout, 8));
+		for (unsigned i = 0; i < stack_a->nengines; i++)
+			printf("engine %u: %u connections with data to send\n", i,
+			       uiw_tcp_dump_sending(uiw_stack_engine(stack_a, i)->tcp, stdout, 8));
 		app_print_counters("A (client)", stack_a);
 	}
 	if (stack_b != NULL) {
@@ -723,6 +744,10 @@ int main(int argc, char **argv)
 	m1 = mem_now();
 	printf("connect: %u QPs established on both sides in %.3f s: %.0f connections/s\n", o.qps, s,
 	       o.qps / s);
+	if (!print_engines("A", stack_a) || !print_engines("B", stack_b)) {
+		fprintf(stderr, "uiwarp-scale: an engine holds no connection\n");
+		return 1;
+	}
 	printf("memory: %.0f heap octets and %.0f resident octets per connected QP%s\n",
 	       (double)(m1.heap - m0.heap) / o.qps, (double)((long)m1.rss - (long)m0.rss) / o.qps,
 	       o.m.pair ? " (both sides: one QP at each end)" : "");

@@ -507,7 +507,7 @@ int main(int argc, char **argv)
 	rng_state = 0x9e3779b97f4a7c15ull * (seed + 1);
 	expect = malloc(REGION);
 	if (expect == NULL || uiw_eal_init(&cfg, argv[0]) != 0 ||
-	    app_stack_pair(&a, &b, &cfg, UIW_STACK_MPA, "soak") != 0 ||
+	    app_stack_pair(&a, &b, &cfg, UIW_STACK_MPA, "soak", false) != 0 ||
 	    uiw_verbs_add_device(&a) != 0 || uiw_verbs_add_device(&b) != 0)
 		return 2;
 	for (unsigned i = 0; i < 2 * nconns; i++) {

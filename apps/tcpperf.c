@@ -453,8 +453,8 @@ int main(int argc, char **argv)
 	}
 	if (uiw_eal_init(&cfg, argv[0]) != 0)
 		return 1;
-	if (o.m.pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_TCP, "perf") != 0
-		     : app_stack_open(&a, &cfg, UIW_STACK_TCP, o.link_wait_ms) != 0)
+	if (o.m.pair ? app_stack_pair(&a, &b, &cfg, UIW_STACK_TCP, "perf", false) != 0
+		     : app_stack_open(&a, &cfg, UIW_STACK_TCP, o.link_wait_ms, false) != 0)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -11,8 +11,8 @@
 int app_verbs_open(struct uiw_stack *a, struct uiw_stack *b, struct uiw_config *cfg,
 		   const struct app_mode *m, const char *name, unsigned link_wait_ms)
 {
-	if (m->pair ? app_stack_pair(a, b, cfg, UIW_STACK_MPA, name) != 0
-		    : app_stack_open(a, cfg, UIW_STACK_MPA, link_wait_ms) != 0)
+	if (m->pair ? app_stack_pair(a, b, cfg, UIW_STACK_MPA, name, true) != 0
+		    : app_stack_open(a, cfg, UIW_STACK_MPA, link_wait_ms, true) != 0)
 		return -1;
 	if (uiw_verbs_add_device(a) != 0 || (m->pair && uiw_verbs_add_device(b) != 0))
 		return -1;

@@ -16,6 +16,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->log_level = UIW_LOG_INFO;
 	cfg->mtu = 1500;
 	cfg->mbufs = 8191;
+	cfg->engines = 1;
 	cfg->rx_desc = 1024;
 	cfg->tx_desc = 1024;
 	cfg->rx_burst = 32;
@@ -146,6 +147,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("rx_desc", rx_desc, 64, 16384),
 	UINT_KEY("tx_desc", tx_desc, 64, 16384),
 	UINT_KEY("rx_burst", rx_burst, 1, 512),
+	UINT_KEY("engines", engines, 1, UIW_MAX_ENGINES),
 	UINT_KEY("arp_reachable_ms", arp_reachable_ms, 100, 3600000),
 	UINT_KEY("arp_retry_ms", arp_retry_ms, 10, 60000),
 	UINT_KEY("arp_retries", arp_retries, 1, 100),

@@ -26,6 +26,9 @@ enum uiw_hugepages {
 	UIW_HUGE_OFF,      /**< anonymous memory (--no-huge) */
 };
 
+/** The most engines (queue pairs of one port) an instance runs. */
+#define UIW_MAX_ENGINES 16
+
 struct uiw_config {
 	/* Process-wide: the EAL. */
 	char eal_args[UIW_CONFIG_STR_MAX]; /**< extra EAL arguments, space separated */
@@ -46,6 +49,7 @@ struct uiw_config {
 	unsigned rx_desc;
 	unsigned tx_desc;
 	unsigned rx_burst;                 /**< budget: frames per RX burst */
+	unsigned engines;                  /**< engines, each on its own queue pair of the port */
 
 	/* ARP behaviour. */
 	unsigned arp_reachable_ms;         /**< how long a confirmed entry is trusted */

@@ -202,12 +202,12 @@ int uiw_eal_init(const struct uiw_config *cfg, const char *prog)
 
 static uint16_t ethdev_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	return rte_eth_rx_burst(port->port_id, 0, pkts, n);
+	return rte_eth_rx_burst(port->port_id, port->queue, pkts, n);
 }
 
 static uint16_t ethdev_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	return rte_eth_tx_burst(port->port_id, 0, pkts, n);
+	return rte_eth_tx_burst(port->port_id, port->queue, pkts, n);
 }
 
 /* memif: bursts only while its control thread is held (uiw_port_gate.h). */
@@ -217,7 +217,7 @@ static uint16_t gated_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 
 	if (!uiw_port_gate_enter(uiw_now_ns()))
 		return 0;
-	got = rte_eth_rx_burst(port->port_id, 0, pkts, n);
+	got = rte_eth_rx_burst(port->port_id, port->queue, pkts, n);
 	uiw_port_gate_leave();
 	return got;
 }
@@ -228,7 +228,7 @@ static uint16_t gated_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 
 	if (!uiw_port_gate_enter(uiw_now_ns()))
 		return 0;
-	sent = rte_eth_tx_burst(port->port_id, 0, pkts, n);
+	sent = rte_eth_tx_burst(port->port_id, port->queue, pkts, n);
 	uiw_port_gate_leave();
 	return sent;
 }
@@ -326,7 +326,15 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 					(info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER);
 		conf.rxmode.max_lro_pkt_size = info->max_lro_pkt_size;
 	}
-	rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+	/* One RX/TX queue pair per engine (docs/ENGINES.md). */
+	port->nqueues = (uint16_t)cfg->engines;
+	if (info->max_rx_queues < port->nqueues || info->max_tx_queues < port->nqueues) {
+		UIW_ERR("port %s: key 'engines' is %u, but %s has at most %u RX and %u TX queues",
+			port->name, cfg->engines, info->driver_name, info->max_rx_queues,
+			info->max_tx_queues);
+		return -1;
+	}
+	rc = rte_eth_dev_configure(pid, port->nqueues, port->nqueues, &conf);
 	if (rc != 0) {
 		UIW_ERR("port %s: configure failed: %s", port->name, strerror(-rc));
 		return -1;
@@ -341,18 +349,20 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 				 ? info->tx_desc_lim.nb_seg_max : UIW_PORT_TSO_SEGS;
 	}
 	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
-	rc = rte_eth_rx_queue_setup(pid, 0, nrx, (unsigned)rte_eth_dev_socket_id(pid), NULL,
-				    port->pool);
-	if (rc != 0) {
-		UIW_ERR("port %s: RX queue setup failed: %s (key 'mbufs' may be too small)",
-			port->name, strerror(-rc));
-		return -1;
-	}
 	txc.offloads = conf.txmode.offloads;
-	rc = rte_eth_tx_queue_setup(pid, 0, ntx, (unsigned)rte_eth_dev_socket_id(pid), &txc);
-	if (rc != 0) {
-		UIW_ERR("port %s: TX queue setup failed: %s", port->name, strerror(-rc));
-		return -1;
+	for (uint16_t q = 0; q < port->nqueues; q++) {
+		rc = rte_eth_rx_queue_setup(pid, q, nrx, (unsigned)rte_eth_dev_socket_id(pid), NULL,
+					    port->pool);
+		if (rc != 0) {
+			UIW_ERR("port %s: RX queue %u setup failed: %s (key 'mbufs' may be too small)",
+				port->name, q, strerror(-rc));
+			return -1;
+		}
+		rc = rte_eth_tx_queue_setup(pid, q, ntx, (unsigned)rte_eth_dev_socket_id(pid), &txc);
+		if (rc != 0) {
+			UIW_ERR("port %s: TX queue %u setup failed: %s", port->name, q, strerror(-rc));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -524,6 +534,24 @@ int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 	}
 }
 
+int uiw_port_open_queue(struct uiw_port *q, const struct uiw_port *base, uint16_t queue)
+{
+	if (base->port_id == UIW_PORT_NONE || queue >= base->nqueues) {
+		UIW_ERR("port %s: no queue pair %u (the port has %u)", base->name, queue, base->nqueues);
+		return -1;
+	}
+	*q = *base;
+	q->queue = queue;
+	q->shared = true;
+	q->own_pool = false;
+	q->is_vdev = false;
+	q->fault = NULL;
+	q->tx_n = 0;
+	q->tx_retry_ns = 0;
+	memset(q->counters, 0, sizeof(q->counters));
+	return 0;
+}
+
 void uiw_port_close(struct uiw_port *port)
 {
 	if (port->fault != NULL)
@@ -531,6 +559,10 @@ void uiw_port_close(struct uiw_port *port)
 	for (uint16_t i = 0; i < port->tx_n; i++)
 		rte_pktmbuf_free(port->tx_buf[i]);
 	port->tx_n = 0;
+	if (port->shared) {
+		port->pool = NULL;
+		return;
+	}
 	if (port->port_id != UIW_PORT_NONE) {
 		char name[RTE_DEV_NAME_MAX_LEN];
 
@@ -548,25 +580,30 @@ void uiw_port_close(struct uiw_port *port)
 	port->pool = NULL;
 }
 
-int uiw_port_ringpair_create(const char *name, uint16_t *port_a, uint16_t *port_b)
+int uiw_port_ringpair_create(const char *name, uint16_t nqueues, uint16_t *port_a, uint16_t *port_b)
 {
 	char rname[RTE_RING_NAMESIZE], pname[64];
-	struct rte_ring *ab, *ba;
+	struct rte_ring *ab[UIW_MAX_ENGINES] = { NULL }, *ba[UIW_MAX_ENGINES] = { NULL };
 	int a, b;
 
-	snprintf(rname, sizeof(rname), "%s_ab", name);
-	ab = rte_ring_create(rname, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(rname, sizeof(rname), "%s_ba", name);
-	ba = rte_ring_create(rname, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (ab == NULL || ba == NULL) {
-		UIW_ERR("ring pair %s: cannot create rings: %s", name, rte_strerror(rte_errno));
-		goto fail;
+	if (nqueues == 0 || nqueues > UIW_MAX_ENGINES)
+		return -1;
+	/* One ring each way per queue pair: queue q of A sends to queue q of B. */
+	for (uint16_t q = 0; q < nqueues; q++) {
+		snprintf(rname, sizeof(rname), "%s_ab%u", name, q);
+		ab[q] = rte_ring_create(rname, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(rname, sizeof(rname), "%s_ba%u", name, q);
+		ba[q] = rte_ring_create(rname, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (ab[q] == NULL || ba[q] == NULL) {
+			UIW_ERR("ring pair %s: cannot create rings: %s", name, rte_strerror(rte_errno));
+			goto fail;
+		}
 	}
 	/* A receives what B sends and the other way round. */
 	snprintf(pname, sizeof(pname), "%s_a", name);
-	a = rte_eth_from_rings(pname, &ba, 1, &ab, 1, SOCKET_ID_ANY);
+	a = rte_eth_from_rings(pname, ba, nqueues, ab, nqueues, SOCKET_ID_ANY);
 	snprintf(pname, sizeof(pname), "%s_b", name);
-	b = rte_eth_from_rings(pname, &ab, 1, &ba, 1, SOCKET_ID_ANY);
+	b = rte_eth_from_rings(pname, ab, nqueues, ba, nqueues, SOCKET_ID_ANY);
 	if (a < 0 || b < 0) {
 		UIW_ERR("ring pair %s: cannot create ports: %s", name, rte_strerror(rte_errno));
 		goto fail;
@@ -575,8 +612,10 @@ int uiw_port_ringpair_create(const char *name, uint16_t *port_a, uint16_t *port_
 	*port_b = (uint16_t)b;
 	return 0;
 fail:
-	rte_ring_free(ab);
-	rte_ring_free(ba);
+	for (uint16_t q = 0; q < nqueues; q++) {
+		rte_ring_free(ab[q]);
+		rte_ring_free(ba[q]);
+	}
 	return -1;
 }
 
@@ -592,6 +631,7 @@ void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
 	port->rx_burst = rx_burst;
 	port->tx_burst = tx_burst;
 	port->user = user;
+	port->nqueues = 1;
 	snprintf(port->name, sizeof(port->name), "test");
 }
 

@@ -53,6 +53,9 @@ typedef uint16_t (*uiw_burst_fn)(struct uiw_port *port, struct rte_mbuf **pkts, 
 
 struct uiw_port {
 	uint16_t port_id;             /**< ethdev port, or UIW_PORT_NONE */
+	uint16_t queue;               /**< the RX/TX queue pair this handle bursts on */
+	uint16_t nqueues;             /**< queue pairs the port was set up with */
+	bool shared;                  /**< another handle owns the port (uiw_port_open_queue) */
 	uint16_t mtu;                 /**< IP MTU in use */
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;     /**< frames built by the stack come from here */
@@ -113,6 +116,13 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
  * Waits until the PMD reports the link up (memif and vhost links come up when the peer
  * process connects). @return 0 when up, -1 after @p timeout_ms.
  */
+/**
+ * A handle on queue pair @p queue of the port @p base opened (with cfg->engines queue
+ * pairs): its own transmit batch and counters, the port's pool, MAC, MTU and offloads.
+ * Closing it leaves the port to @p base. @return 0, or -1 if the port has no such queue.
+ */
+int uiw_port_open_queue(struct uiw_port *q, const struct uiw_port *base, uint16_t queue);
+
 int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms);
 
 /** Stops and closes the port, frees queued frames and its pool (pcap output is flushed). */
@@ -122,7 +132,7 @@ void uiw_port_close(struct uiw_port *port);
  * Creates two ring ports joined back to back: what one sends, the other receives.
  * @return 0 and both port ids, or -1.
  */
-int uiw_port_ringpair_create(const char *name, uint16_t *port_a, uint16_t *port_b);
+int uiw_port_ringpair_create(const char *name, uint16_t nqueues, uint16_t *port_a, uint16_t *port_b);
 
 /** Sets up a test port: no ethdev, frames go to @p tx_burst and come from @p rx_burst. */
 void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,

@@ -234,6 +234,13 @@ unsigned uiw_tcp_dump_sending(const struct uiw_tcp *t, FILE *out, unsigned max);
 /** Engine-wide counters (enum uiw_tcp_counter). */
 const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);
 
+/**
+ * Makes @p t engine @p engine of @p nengines sharing one port and its pool: active opens
+ * take only ephemeral ports p with p % nengines == engine (no two engines open the same
+ * 4-tuple), and its send queues may hold 1/nengines of what one engine alone may.
+ */
+void uiw_tcp_set_engine(struct uiw_tcp *t, unsigned engine, unsigned nengines);
+
 /** Connections in use (any state but free). */
 unsigned uiw_tcp_conn_count(const struct uiw_tcp *t);
 

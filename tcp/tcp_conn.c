@@ -87,6 +87,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	if (uiw_random_key(t->cookie_key) != 0)
 		t->cookie_key[0] = t->isn_key[0] ^ t->port_key[1] ^ 0x6a09e667f3bcc908ull;
 	t->next_ephemeral = (uint32_t)t->isn_key[1];
+	t->port_stride = 1;
 	t->epoch = uiw_now_ns();
 	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
 	 * ACKs that would free them could not come in. */
@@ -361,6 +362,8 @@ static uint16_t pick_port(struct uiw_tcp *t, uint32_t raddr, uint16_t rport)
 	for (uint32_t n = 0; n < range; n++) {
 		uint16_t p = (uint16_t)(TCP_EPHEMERAL_LO + (offset + t->next_ephemeral++) % range);
 
+		if (p % t->port_stride != t->port_slot)
+			continue;   /* another engine's share */
 		if (uiw_tcp_listener_find(t, p) == NULL && uiw_tcp_lookup(t, t->net->ip, p, raddr, rport) == NULL)
 			return p;
 	}
@@ -600,4 +603,17 @@ unsigned uiw_tcp_dump_sending(const struct uiw_tcp *t, FILE *out, unsigned max)
 			uiw_tcp_conn_dump(c, out);
 	}
 	return n;
+}
+
+void uiw_tcp_set_engine(struct uiw_tcp *t, unsigned engine, unsigned nengines)
+{
+	if (nengines <= 1)
+		return;
+	t->port_slot = (uint16_t)engine;
+	t->port_stride = (uint16_t)nengines;
+	/* The engines share the port's pool: each may fill its send queues with its share. */
+	if (t->sq_mbufs_max != UINT32_MAX) {
+		t->sq_mbufs_max /= nengines;
+		t->sq_mbufs_soft /= nengines;
+	}
 }

@@ -207,6 +207,7 @@ struct uiw_tcp {
 	uint64_t port_key[2];              /* RFC 6056 §3.3.3 secret */
 	uint64_t cookie_key[2];            /* SYN cookie secret (tcp_syncookie.c) */
 	uint32_t next_ephemeral;           /* RFC 6056 §3.3.3 counter */
+	uint16_t port_slot, port_stride;   /* ephemeral ports p with p % stride == slot */
 	uint64_t challenge_window;         /* RFC 5961 §7 rate limit, 1 s windows */
 	unsigned challenge_count;
 	unsigned challenge_limit;          /* this window's limit, drawn at random */

@@ -22,6 +22,15 @@
 #include "uiw_fault.h"
 #include "uiw_port.h"
 
+/*
+ * Engines (docs/ENGINES.md). With key 'engines' N > 1 an instance is N engines, each a
+ * whole stack of its own (lower half, ARP cache, TCP and its connection table, MPA) on its
+ * own RX/TX queue pair of the one port. The instance's struct is engine 0, which owns the
+ * port; engines 1..N-1 hang from it. A connection lives on one engine from its SYN on:
+ * the side that opens it picks the engine (and a local port of that engine's share), and
+ * the queue its frames travel on brings them to the same engine on the other side (memif
+ * and ring pairs keep queue q to queue q).
+ */
 struct uiw_stack {
 	struct uiw_config cfg;
 	struct uiw_port port;
@@ -29,7 +38,16 @@ struct uiw_stack {
 	struct uiw_net net;
 	struct uiw_tcp *tcp;          /**< NULL when built only to the lower half */
 	struct uiw_mpa *mpa;          /**< NULL when built only to TCP */
+	unsigned engine;              /**< this engine's number: its queue pair */
+	unsigned nengines;            /**< engines of the instance (on engine 0; 1 on others) */
+	struct uiw_stack *more[UIW_MAX_ENGINES - 1];   /**< engine 0: engines 1..nengines-1 */
 };
+
+/** Engine @p i of the instance @p s (engine 0 is @p s itself). */
+static inline struct uiw_stack *uiw_stack_engine(struct uiw_stack *s, unsigned i)
+{
+	return i == 0 ? s : s->more[i - 1];
+}
 
 /** How far up an instance is built. */
 enum uiw_stack_top { UIW_STACK_NET, UIW_STACK_TCP, UIW_STACK_MPA };
@@ -45,6 +63,8 @@ struct uiw_stack_opts {
 	unsigned link_wait_ms;        /**< wait this long for the link (0: not at all) */
 	bool defer_start;             /**< the caller wraps the port first (a trace, a capture),
 				       *   then calls uiw_stack_start() */
+	bool engines;                 /**< the caller spreads connections over engines (the
+				       *   verbs layer): key 'engines' above 1 is refused otherwise */
 };
 
 /**
@@ -62,22 +82,40 @@ void uiw_stack_start(struct uiw_stack *s);
 #define UIW_STACK_PAIR_IP_A 0x0a000001u   /* 10.0.0.1 */
 #define UIW_STACK_PAIR_IP_B 0x0a000002u   /* 10.0.0.2 */
 
-/** Two instances joined by a DPDK ring pair named @p name, at 10.0.0.1/24 and 10.0.0.2/24. */
+/** Two instances joined by a DPDK ring pair named @p name (a ring each way per engine), at
+ *  10.0.0.1/24 and 10.0.0.2/24. */
 int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
 			enum uiw_stack_top top, const char *name, char *err, size_t errlen);
 
-/** One poll pass: receive and demultiplex, timers, MPA timeouts, transmit.
+/** One poll pass of one engine: receive and demultiplex, timers, MPA timeouts, transmit.
  *  @return frames received. */
-static inline unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now)
+static inline unsigned uiw_stack_poll_engine(struct uiw_stack *e, uint64_t now)
 {
-	unsigned n = s->tcp != NULL ? uiw_tcp_poll(s->tcp, now) : uiw_net_poll(&s->net, now);
+	unsigned n = e->tcp != NULL ? uiw_tcp_poll(e->tcp, now) : uiw_net_poll(&e->net, now);
 
-	if (s->mpa != NULL)
-		uiw_mpa_run(s->mpa, now);
+	if (e->mpa != NULL)
+		uiw_mpa_run(e->mpa, now);
 	return n;
 }
 
-/** Closes every layer, top first (MPA aborts what is left without callbacks). */
+/** One poll pass of every engine of the instance. @return frames received. */
+static inline unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now)
+{
+	unsigned n = uiw_stack_poll_engine(s, now);
+
+	for (unsigned i = 1; i < s->nengines; i++)
+		n += uiw_stack_poll_engine(s->more[i - 1], now);
+	return n;
+}
+
+/** TCP connections of every engine. */
+unsigned uiw_stack_conn_count(const struct uiw_stack *s);
+
+/** Offers every engine's queued frames to the port. */
+void uiw_stack_flush(struct uiw_stack *s);
+
+/** Closes every layer of every engine, top first (MPA aborts what is left without
+ *  callbacks). */
 void uiw_stack_close(struct uiw_stack *s);
 
 /** Prints the non-zero counters of every layer built (and the faults injected) to @p f. */

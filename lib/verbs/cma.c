@@ -36,6 +36,7 @@ enum cm_state { CM_IDLE, CM_BOUND, CM_LISTEN, CM_CONNECTING, CM_REQUEST, CM_CONN
 struct uiw_cm_id {
 	struct rdma_cm_id id;
 	struct uiw_dev *dev;
+	struct uiw_stack *eng;                    /* the engine an active id connects on */
 	enum cm_state state;
 	struct uiw_mpa_conn *conn;
 	uint16_t port;
@@ -300,13 +301,20 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	return 0;
 }
 
+/* Stops listening on @p port on engines 0..@p n-1 of @p s. */
+static void unlisten_all(struct uiw_stack *s, uint16_t port, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		uiw_mpa_unlisten(uiw_stack_engine(s, i)->mpa, port);
+}
+
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 
 	if (c->state == CM_LISTEN && c->dev != NULL)
-		uiw_mpa_unlisten(c->dev->stack->mpa, c->port);
+		unlisten_all(c->dev->stack, c->port, c->dev->stack->nengines);
 	if (id->qp != NULL) {
 		((struct uiw_qp_v *)id->qp)->cm = NULL;   /* the QP outlives the id */
 		/* ...but not its connection, which closes below without telling anyone. */
@@ -404,10 +412,11 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 		id->port_num = 1;
 	}
 	set_addr(&id->route.addr.dst_addr, ip, port);
+	c->eng = uiw_dev_next_engine(c->dev);
 	/* As Linux's rdma_cm: the address is resolved once the next hop's link-layer address
 	 * is known. Connecting first left the SYNs of a burst of connections to ARP's hold,
 	 * which keeps a few: the rest were dropped and sent again a second later. */
-	int rc = uiw_net_resolve(&c->dev->stack->net, ip, uiw_now_ns());
+	int rc = uiw_net_resolve(&c->eng->net, ip, uiw_now_ns());
 
 	resolving_remove(c);
 	if (rc == 0) {
@@ -431,7 +440,7 @@ static void cma_poll(uint64_t now)
 
 	for (; c != NULL; c = next) {
 		struct sockaddr_in *d = (struct sockaddr_in *)&c->id.route.addr.dst_addr;
-		int rc = uiw_net_resolve(&c->dev->stack->net, ntohl(d->sin_addr.s_addr), now);
+		int rc = uiw_net_resolve(&c->eng->net, ntohl(d->sin_addr.s_addr), now);
 
 		next = c->res_next;
 		if (rc == 0 && now < c->resolve_by)
@@ -465,11 +474,17 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	/* As Linux's rdma_cm (ucma's max_backlog): the backlog asked for, or 1024 when it is
 	 * 0, negative or larger. It bounds both the half-open TCP connections and those
 	 * waiting for their MPA Request or for rdma_accept. */
-	rc = uiw_mpa_listen(c->dev->stack->mpa, c->port,
-			    backlog > 0 && backlog < CM_BACKLOG_MAX ? (unsigned)backlog : CM_BACKLOG_MAX,
-			    &c->dev->mpa_params, &cm_ops, c);
-	if (rc != 0)
-		return fail(-rc);
+	/* Every engine listens: a connection comes in on the engine its opener chose. The
+	 * backlog bounds each engine's queue. */
+	for (unsigned i = 0; i < c->dev->stack->nengines; i++) {
+		rc = uiw_mpa_listen(uiw_stack_engine(c->dev->stack, i)->mpa, c->port,
+				    backlog > 0 && backlog < CM_BACKLOG_MAX ? (unsigned)backlog : CM_BACKLOG_MAX,
+				    &c->dev->mpa_params, &cm_ops, c);
+		if (rc != 0) {
+			unlisten_all(c->dev->stack, c->port, i);
+			return fail(-rc);
+		}
+	}
 	c->state = CM_LISTEN;
 	return 0;
 }
@@ -497,8 +512,10 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (c->dev == NULL || dst->sin_family != AF_INET)
 		return fail(EINVAL);
 	params_from(&p, c->dev, conn_param);
+	if (c->eng == NULL)
+		c->eng = uiw_dev_next_engine(c->dev);
 	c->state = CM_CONNECTING;
-	rc = uiw_mpa_connect(c->dev->stack->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
+	rc = uiw_mpa_connect(c->eng->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
 			     &cm_ops, c, uiw_now_ns(), &c->conn);
 	if (rc != 0) {
 		c->state = CM_CLOSED;

@@ -139,6 +139,11 @@ bool uiw_wait_some(int fd, bool nonblock)
 	return true;
 }
 
+struct uiw_stack *uiw_dev_next_engine(struct uiw_dev *d)
+{
+	return uiw_stack_engine(d->stack, d->next_engine++ % d->stack->nengines);
+}
+
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip)
 {
 	for (unsigned i = 0; i < ndevs; i++)

@@ -73,6 +73,7 @@ struct uiw_dev {
 	struct uiw_mpa_params mpa_params;
 	struct uiw_stag_table stags;
 	uint32_t next_qpn, next_pdn;
+	unsigned next_engine;         /* the engine the next active id connects on (in turn) */
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
 	struct uiw_qp_v *kick;        /* QPs with posted work to start (the doorbell list) */
 	struct uiw_qp_v *qps;         /* every QP (the counters' sums) */
@@ -163,6 +164,8 @@ static inline struct uiw_dev *ctx_dev(struct ibv_context *c)
 
 /* verbs.c */
 struct ibv_context *uiw_dev_context(struct uiw_dev *d);
+/* The engine of @p d's instance the next connection opens on: each in turn. */
+struct uiw_stack *uiw_dev_next_engine(struct uiw_dev *d);
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip);
 struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
 int uiw_errno(int rc);

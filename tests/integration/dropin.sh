@@ -89,6 +89,7 @@ spid=""
 # the drop-in libraries, one core each, and checks both exit 0 and that CHECK (a grep
 # pattern) is in the client's output; the client's environment also gets client_env.
 # LINK: memif (two processes here) or veth (one per namespace, af_packet on a veth pair).
+extra_cfg=""   # appended to both sides' configuration
 pair() {
 	local link=$1 name=$2 check=$3 scfg ccfg sock srv=() cli=() sns=() cns=()
 	shift 3
@@ -98,8 +99,8 @@ pair() {
 	n=$((n + 1))
 	if [ "$link" = memif ]; then
 		sock="$tmp/m$n.sock"
-		scfg="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.70.0.1/24; lcores=1; $common"
-		ccfg="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.70.0.2/24; lcores=0; $common"
+		scfg="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.70.0.1/24; lcores=1; $common$extra_cfg"
+		ccfg="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.70.0.2/24; lcores=0; $common$extra_cfg"
 	else
 		scfg="port=net_af_packet0,iface=uiwdi0; ip=10.70.0.1/24; lcores=1; $common"
 		ccfg="port=net_af_packet0,iface=uiwdi1; ip=10.70.0.2/24; lcores=0; $common"
@@ -170,6 +171,24 @@ pair memif ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0
 # and the CM's event delivery at scale.
 pair memif ucmatose_1000 "test complete" ucmatose -b 10.70.0.1 -c 1000 -- ucmatose -s 10.70.0.1 -c 1000
 perftest_set memif "2 4096 1048576"
+
+# Two engines on each side (key 'engines', a memif queue pair each): the connections the
+# client opens go to both in turn, and each lands on the same engine at the server.
+extra_cfg="; engines=2"
+client_env=(UIWARP_STATS=1)
+pair memif "ucmatose -c 200, two engines" "test complete" ucmatose -b 10.70.0.1 -c 200 -- \
+	ucmatose -s 10.70.0.1 -c 200
+for e in 0 1; do
+	opened=$(awk -v k="engine$e.conn_active" '$1 == k { print $2 }' "$tmp/client.log")
+	if [ "${opened:-0}" -lt 50 ]; then
+		bad "two engines: engine $e opened ${opened:-no} of 200 connections"
+	else
+		echo "ok: two engines: engine $e opened $opened of 200 connections"
+	fi
+done
+client_env=()
+rping_pair memif
+extra_cfg=""
 
 # The same over a veth pair between two namespaces (af_packet), when we may make them.
 if [ "$(id -u)" -eq 0 ] && ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b"; then

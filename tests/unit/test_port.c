@@ -135,7 +135,7 @@ START_TEST(ring_pair_carries_frames_both_ways)
 		f[i] = (uint8_t)i;
 	uiw_config_defaults(&cfg);
 	cfg.mbufs = 511;
-	ck_assert_int_eq(uiw_port_ringpair_create("unit", &ida, &idb), 0);
+	ck_assert_int_eq(uiw_port_ringpair_create("unit", 1, &ida, &idb), 0);
 	ck_assert_int_eq(uiw_port_open_ethdev(&a, ida, &cfg), 0);
 	ck_assert_int_eq(uiw_port_open_ethdev(&b, idb, &cfg), 0);
 	/* Ring ports have no MAC of their own: each gets a random unicast one. */

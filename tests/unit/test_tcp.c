@@ -668,6 +668,22 @@ START_TEST(ephemeral_ports_keyed_by_destination)
 }
 END_TEST
 
+/* Engine 1 of 3 opens from its own share of the ephemeral ports only, so two engines of
+ * one instance never open the same 4-tuple. */
+START_TEST(engine_opens_from_its_share_of_ports)
+{
+	struct uiw_tcp_conn *c;
+
+	uiw_tcp_set_engine(T, 1, 3);
+	for (unsigned i = 0; i < 64; i++) {
+		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, (uint16_t)(2000 + i % 4), &ops, NULL,
+						 now_ns, &c), 0);
+		ck_assert_uint_ge(c->lport, 49152);
+		ck_assert_uint_eq(c->lport % 3, 1);
+	}
+}
+END_TEST
+
 /* Out-of-order one-octet segments (one mbuf each) from two connections: the first may hold
  * at most a quarter of the pool, the second then only its own share; the stack-wide hold
  * never passes half the pool, and all of it comes back when the connections go. */
@@ -1456,6 +1472,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_on_established_gets_challenge_ack);
 	tcase_add_test(tc, challenge_acks_limited_per_connection);
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
+	tcase_add_test(tc, engine_opens_from_its_share_of_ports);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);

@@ -153,7 +153,8 @@ static void bring_up(void)
 	/* No wait for the link: a memif or vhost server's link comes up only when its peer
 	 * process connects, and a listener must be listening by then (TCP retransmits what
 	 * leaves while the link is down). */
-	const struct uiw_stack_opts o = { .top = UIW_STACK_MPA, .port_id = UIW_STACK_PORT_CONFIG };
+	const struct uiw_stack_opts o = { .top = UIW_STACK_MPA, .port_id = UIW_STACK_PORT_CONFIG,
+					  .engines = true };
 	int rc = uiw_eal_init(&inst.cfg, "uiwarp") != 0 ? -ENODEV
 		 : uiw_stack_open(&inst.stack, &inst.cfg, &o, err, sizeof(err));
 
@@ -220,8 +221,8 @@ static void drain_at_exit(void)
 	pthread_mutex_lock(&uiw_big_lock);
 	do   /* at least one pass: a reset an abort just queued goes out too */
 		uiw_verbs_progress_locked();
-	while (uiw_tcp_conn_count(inst.stack.tcp) > 0 && uiw_now_ns() < end);
-	uiw_port_flush(&inst.stack.port);
+	while (uiw_stack_conn_count(&inst.stack) > 0 && uiw_now_ns() < end);
+	uiw_stack_flush(&inst.stack);
 	print_counters();
 	/* The lock stays held: the progress thread (which only tries it, and naps while it is
 	 * taken) and any thread still in a call keep off the stack while the exit tears down
