@@ -162,6 +162,12 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
 /** Whether uiw_mpa_send_lent() lends (the default) or copies. */
 void uiw_mpa_set_lend(struct uiw_mpa *m, bool on);
 
+/** Tags @p m with what owns it (the stack engine it is part of), for uiw_mpa_owner(). */
+void uiw_mpa_set_owner(struct uiw_mpa *m, void *owner);
+
+/** The owner tag of the MPA instance @p c belongs to (NULL if never set). */
+void *uiw_mpa_owner(const struct uiw_mpa_conn *c);
+
 /** Aborts every connection (no callbacks) and frees the engine. */
 void uiw_mpa_destroy(struct uiw_mpa *m);
 

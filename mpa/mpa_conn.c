@@ -934,5 +934,9 @@ void uiw_mpa_set_user(struct uiw_mpa_conn *c, const struct uiw_mpa_ops *ops, voi
 const char *uiw_mpa_reason(const struct uiw_mpa_conn *c) { return c->reason; }
 const struct uiw_mpa_info *uiw_mpa_info(const struct uiw_mpa_conn *c) { return &c->info; }
 struct uiw_tcp_conn *uiw_mpa_tcp(const struct uiw_mpa_conn *c) { return c->tcp; }
+
+void uiw_mpa_set_owner(struct uiw_mpa *m, void *owner) { m->owner = owner; }
+
+void *uiw_mpa_owner(const struct uiw_mpa_conn *c) { return c->m->owner; }
 const uint64_t *uiw_mpa_counters(const struct uiw_mpa *m) { return m->c; }
 unsigned uiw_mpa_conn_count(const struct uiw_mpa *m) { return m->nconns; }

@@ -77,6 +77,7 @@ TAILQ_HEAD(mpa_conn_list, uiw_mpa_conn);
 
 struct uiw_mpa {
 	struct uiw_tcp *tcp;
+	void *owner;                    /* uiw_mpa_set_owner() */
 	struct rte_mempool *pool;
 	uint64_t c[UIW_MPA_C__COUNT];
 	struct mpa_listener ls[MPA_LISTEN_MAX];

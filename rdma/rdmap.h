@@ -19,6 +19,7 @@
 
 #include "ddp.h"
 #include "rdmap_wire.h"
+#include "uiw_lock.h"
 #include "uiw_ring.h"
 
 #define UIW_MAX_SGE 6
@@ -103,7 +104,10 @@ struct uiw_wc {
 	bool with_inv, solicited;
 };
 
+/* CQs and SRQs may serve QPs of several engines, each pushing or taking from its own
+ * thread: their rings are taken under their lock. */
 struct uiw_cq {
+	uiw_spinlock_t lock;
 	struct uiw_wc *wc;             /**< uiw_ring_slots(cap) entries */
 	struct uiw_ring ring;          /**< cap: the size asked for */
 	bool armed, solicited_only;
@@ -126,6 +130,7 @@ void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only);
 
 /** A shared receive queue: receives any of its QPs may take, in posting order. */
 struct uiw_srq {
+	uiw_spinlock_t lock;
 	struct uiw_recv_wr *wr;        /**< uiw_ring_slots(cap) entries */
 	struct uiw_ring ring;
 	uint32_t limit;                /**< armed: notify when fewer than this are posted */

@@ -22,6 +22,7 @@ int uiw_cq_init(struct uiw_cq *cq, uint32_t cap)
 	if (cq->wc == NULL)
 		return -ENOMEM;
 	uiw_ring_init(&cq->ring, cap);
+	uiw_spin_init(&cq->lock);
 	return 0;
 }
 
@@ -35,26 +36,36 @@ unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n)
 {
 	unsigned k = 0;
 
+	uiw_spin_lock(&cq->lock);
 	while (k < n && !uiw_ring_empty(&cq->ring))
 		wc[k++] = cq->wc[uiw_ring_pop(&cq->ring)];
+	uiw_spin_unlock(&cq->lock);
 	return k;
 }
 
 void uiw_cq_arm(struct uiw_cq *cq, bool solicited_only)
 {
+	uiw_spin_lock(&cq->lock);
 	cq->armed = true;
 	cq->solicited_only = solicited_only;
+	uiw_spin_unlock(&cq->lock);
 }
 
 /* Callers leave their queues consistent before pushing: an overflow moves the QP to error
  * from here, which flushes (and pushes) again. */
 void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *wc)
 {
+	bool notify = false;
+
+	uiw_spin_lock(&cq->lock);
 	if (uiw_ring_full(&cq->ring) || cq->overflow > 0) {
+		bool first = cq->overflow++ == 0;
+
+		uiw_spin_unlock(&cq->lock);
 		/* The owner sized the CQ below its queues: the completion is lost, so the CQ
 		 * is in error for good and no QP can go on as if its completions had been
 		 * delivered (verbs: CQ overflow is a CQ error and an affiliated QP error). */
-		if (cq->overflow++ == 0 && cq->overflowed != NULL)
+		if (first && cq->overflowed != NULL)
 			cq->overflowed(cq->notify_arg, cq);
 		qp_count(qp, UIW_RDMAP_C_cq_overflow);
 		if (qp->in_lent_back)
@@ -69,9 +80,11 @@ void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *w
 	 * (the verbs rule for IBV_CQ_SOLICITED). */
 	if (cq->armed && (!cq->solicited_only || wc->solicited || wc->status != UIW_WC_SUCCESS)) {
 		cq->armed = false;
-		if (cq->notify != NULL)
-			cq->notify(cq->notify_arg, cq);
+		notify = cq->notify != NULL;
 	}
+	uiw_spin_unlock(&cq->lock);
+	if (notify)
+		cq->notify(cq->notify_arg, cq);
 }
 
 static enum uiw_wc_op wc_op(enum uiw_wr_op op)
@@ -302,6 +315,7 @@ int uiw_srq_init(struct uiw_srq *srq, uint32_t cap)
 	if (srq->wr == NULL)
 		return -ENOMEM;
 	uiw_ring_init(&srq->ring, cap);
+	uiw_spin_init(&srq->lock);
 	return 0;
 }
 
@@ -315,9 +329,13 @@ int uiw_srq_post(struct uiw_srq *srq, const struct uiw_recv_wr *wr)
 {
 	if (wr->nsge > UIW_MAX_SGE)
 		return -EINVAL;
-	if (uiw_ring_full(&srq->ring))
+	uiw_spin_lock(&srq->lock);
+	if (uiw_ring_full(&srq->ring)) {
+		uiw_spin_unlock(&srq->lock);
 		return -ENOMEM;
+	}
 	srq->wr[uiw_ring_push(&srq->ring)] = *wr;
+	uiw_spin_unlock(&srq->lock);
 	return 0;
 }
 
@@ -327,14 +345,21 @@ bool uiw_qp_take_recv(struct uiw_qp *qp)
 	if (qp->srq != NULL) {
 		struct uiw_srq *s = qp->srq;
 
-		if (uiw_ring_empty(&s->ring))
+		bool low = false;
+
+		uiw_spin_lock(&s->lock);
+		if (uiw_ring_empty(&s->ring)) {
+			uiw_spin_unlock(&s->lock);
 			return false;
+		}
 		qp->rx_cur = s->wr[uiw_ring_pop(&s->ring)];
 		if (s->limit > 0 && uiw_ring_count(&s->ring) < s->limit) {
 			s->limit = 0;   /* one-shot, as the verbs SRQ limit event */
-			if (s->limit_reached != NULL)
-				s->limit_reached(s->limit_arg, s);
+			low = s->limit_reached != NULL;
 		}
+		uiw_spin_unlock(&s->lock);
+		if (low)
+			s->limit_reached(s->limit_arg, s);
 	} else {
 		if (uiw_ring_empty(&qp->rq_ring))
 			return false;

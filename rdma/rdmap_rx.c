@@ -152,7 +152,11 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 				    0x09, u, s, false, "Send with Invalidate: the STag cannot be invalidated");
 	}
 	if (!qp->rx_have_cur) {
-		uiw_qp_take_recv(qp);   /* the first segment claims the receive */
+		/* The first segment claims the receive; a shared queue's last one may have gone
+		 * to a QP of another engine since the check above. */
+		if (!uiw_qp_take_recv(qp))
+			return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
+					"Send with no receive posted");
 		qp->rx_cur_op = op;
 	}
 	const struct uiw_recv_wr *r = &qp->rx_cur;

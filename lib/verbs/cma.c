@@ -36,7 +36,7 @@ enum cm_state { CM_IDLE, CM_BOUND, CM_LISTEN, CM_CONNECTING, CM_REQUEST, CM_CONN
 struct uiw_cm_id {
 	struct rdma_cm_id id;
 	struct uiw_dev *dev;
-	struct uiw_stack *eng;                    /* the engine an active id connects on */
+	struct uiw_eng *eng;                      /* the engine its connection is on */
 	enum cm_state state;
 	struct uiw_mpa_conn *conn;
 	uint16_t port;
@@ -45,10 +45,7 @@ struct uiw_cm_id {
 	struct uiw_cm_id *res_next, **res_pprev;  /* in the resolving list */
 };
 
-static void cma_poll(uint64_t now);
-
-/* Ids whose rdma_resolve_addr() waits for the next hop's ARP answer. */
-static struct uiw_cm_id *resolving;
+static void cma_poll(struct uiw_eng *g, uint64_t now);
 
 static void resolving_remove(struct uiw_cm_id *c)
 {
@@ -66,6 +63,7 @@ static void id_set_channel(struct uiw_cm_id *c, struct rdma_event_channel *chann
 {
 	struct uiw_event_channel *ch = (struct uiw_event_channel *)channel;
 
+	pthread_mutex_lock(&uiw_ev_lock);   /* a listener's engines may add ids at once */
 	if (c->ch_pprev != NULL) {
 		*c->ch_pprev = c->ch_next;
 		if (c->ch_next != NULL)
@@ -81,6 +79,7 @@ static void id_set_channel(struct uiw_cm_id *c, struct rdma_event_channel *chann
 		ch->ids = c;
 		c->ch_pprev = &ch->ids;
 	}
+	pthread_mutex_unlock(&uiw_ev_lock);
 }
 
 static struct sockaddr_in *sin_of(struct sockaddr *a) { return (struct sockaddr_in *)(void *)a; }
@@ -95,8 +94,9 @@ static void set_addr(struct sockaddr *a, uint32_t ip, uint16_t port)
 	s->sin_port = htons(port);
 }
 
-static void queue_event(struct uiw_cm_id *c, enum rdma_cm_event_type type, int status,
-			const uint8_t *pd, uint16_t pd_len, struct uiw_cm_id *listen)
+static void queue_event_full(struct uiw_cm_id *c, enum rdma_cm_event_type type, int status,
+			     const uint8_t *pd, uint16_t pd_len, struct uiw_cm_id *listen,
+			     uint8_t rr, uint8_t depth)
 {
 	struct uiw_event_channel *ch = (struct uiw_event_channel *)c->id.channel;
 	struct cm_ev *e = calloc(1, sizeof(*e));
@@ -110,18 +110,35 @@ static void queue_event(struct uiw_cm_id *c, enum rdma_cm_event_type type, int s
 	e->ev.listen_id = listen != NULL ? &listen->id : NULL;
 	e->ev.event = type;
 	e->ev.status = status;
+	e->ev.param.conn.responder_resources = rr;
+	e->ev.param.conn.initiator_depth = depth;
 	if (pd_len > 0) {
 		memcpy(e->pd, pd, pd_len);
 		e->ev.param.conn.private_data = e->pd;
 		e->ev.param.conn.private_data_len = (uint8_t)(pd_len > 255 ? 255 : pd_len);
 	}
+	pthread_mutex_lock(&uiw_ev_lock);   /* engines may queue at once */
 	if (ch->tail != NULL)
 		ch->tail->next = e;
 	else
 		ch->head = e;
 	ch->tail = e;
+	pthread_mutex_unlock(&uiw_ev_lock);
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		return;
+}
+
+static void queue_event(struct uiw_cm_id *c, enum rdma_cm_event_type type, int status,
+			const uint8_t *pd, uint16_t pd_len, struct uiw_cm_id *listen)
+{
+	queue_event_full(c, type, status, pd, pd_len, listen, 0, 0);
+}
+
+/* A connect request, with the peer's ORD and IRD as our responder resources and depth. */
+static void queue_event_rd(struct uiw_cm_id *c, enum rdma_cm_event_type type, const uint8_t *pd,
+			   uint16_t pd_len, struct uiw_cm_id *listen, uint8_t rr, uint8_t depth)
+{
+	queue_event_full(c, type, 0, pd, pd_len, listen, rr, depth);
 }
 
 static struct uiw_qp *core_of(struct uiw_cm_id *c)
@@ -138,6 +155,8 @@ static void cm_established(void *user, struct uiw_mpa_conn *conn, const struct u
 
 	c->conn = conn;
 	c->state = CM_CONNECTED;
+	if (c->id.qp != NULL)   /* its doorbells ring on its connection's engine */
+		((struct uiw_qp_v *)c->id.qp)->eng = uiw_dev_engine_of(c->dev, conn)->idx;
 	if (qp != NULL)
 		uiw_qp_mpa_ops.established(qp, conn, n);
 	if (c->id.qp != NULL)
@@ -203,6 +222,7 @@ static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mp
 		return;
 	}
 	c->dev = l->dev;
+	c->eng = uiw_dev_engine_of(l->dev, conn);
 	c->conn = conn;
 	c->state = CM_REQUEST;
 	id_set_channel(c, l->id.channel);
@@ -213,14 +233,9 @@ static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mp
 	uiw_tcp_conn_addrs(uiw_mpa_tcp(conn), &la, &lp, &ra, &rp);
 	set_addr(&c->id.route.addr.src_addr, la, lp);
 	set_addr(&c->id.route.addr.dst_addr, ra, rp);
-	queue_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q->pd, q->pd_len, l);
 	/* iWARP: the peer's ORD is what our IRD must cover, and the other way round. */
-	struct cm_ev *e = c->id.channel != NULL ? ((struct uiw_event_channel *)c->id.channel)->tail : NULL;
-
-	if (e != NULL && e->ev.id == &c->id) {
-		e->ev.param.conn.responder_resources = (uint8_t)(q->ord > 255 ? 255 : q->ord);
-		e->ev.param.conn.initiator_depth = (uint8_t)(q->ird > 255 ? 255 : q->ird);
-	}
+	queue_event_rd(c, RDMA_CM_EVENT_CONNECT_REQUEST, q->pd, q->pd_len, l,
+		       (uint8_t)(q->ord > 255 ? 255 : q->ord), (uint8_t)(q->ird > 255 ? 255 : q->ird));
 	uiw_mpa_set_user(conn, &cm_ops, c);
 }
 
@@ -416,17 +431,19 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 	/* As Linux's rdma_cm: the address is resolved once the next hop's link-layer address
 	 * is known. Connecting first left the SYNs of a burst of connections to ARP's hold,
 	 * which keeps a few: the rest were dropped and sent again a second later. */
-	int rc = uiw_net_resolve(&c->eng->net, ip, uiw_now_ns());
+	int rc = uiw_net_resolve(&c->eng->e->net, ip, uiw_now_ns());
 
 	resolving_remove(c);
 	if (rc == 0) {
+		struct uiw_cm_id **head = &c->eng->resolving;
+
 		uiw_cma_poll_hook = cma_poll;
 		c->resolve_by = uiw_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 2000) * UIW_NS_PER_MS;
-		c->res_next = resolving;
-		if (resolving != NULL)
-			resolving->res_pprev = &c->res_next;
-		resolving = c;
-		c->res_pprev = &resolving;
+		c->res_next = *head;
+		if (*head != NULL)
+			(*head)->res_pprev = &c->res_next;
+		*head = c;
+		c->res_pprev = head;
 		return 0;
 	}
 	queue_event(c, rc > 0 ? RDMA_CM_EVENT_ADDR_RESOLVED : RDMA_CM_EVENT_ADDR_ERROR,
@@ -434,13 +451,14 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 	return 0;
 }
 
-static void cma_poll(uint64_t now)
+/* The resolutions waiting on engine @p g: in its own pass, with its ARP cache. */
+static void cma_poll(struct uiw_eng *g, uint64_t now)
 {
-	struct uiw_cm_id *c = resolving, *next;
+	struct uiw_cm_id *c = g->resolving, *next;
 
 	for (; c != NULL; c = next) {
 		struct sockaddr_in *d = (struct sockaddr_in *)&c->id.route.addr.dst_addr;
-		int rc = uiw_net_resolve(&c->eng->net, ntohl(d->sin_addr.s_addr), now);
+		int rc = uiw_net_resolve(&c->eng->e->net, ntohl(d->sin_addr.s_addr), now);
 
 		next = c->res_next;
 		if (rc == 0 && now < c->resolve_by)
@@ -515,7 +533,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (c->eng == NULL)
 		c->eng = uiw_dev_next_engine(c->dev);
 	c->state = CM_CONNECTING;
-	rc = uiw_mpa_connect(c->eng->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
+	rc = uiw_mpa_connect(c->eng->e->mpa, ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port), &p,
 			     &cm_ops, c, uiw_now_ns(), &c->conn);
 	if (rc != 0) {
 		c->state = CM_CLOSED;
@@ -586,7 +604,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		/* Destroyed under us: as with rdma-core, whose waiter stays blocked in read() on
 		 * the closed fd, this thread waits for the process to end (rping's CM thread
 		 * would otherwise exit the program with an error as main returns). */
-		pthread_mutex_unlock(&uiw_big_lock);
+		uiw_api_abandon();
 		uiw_held_ = 0;
 		for (;;)
 			pause();

@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "uiw_log.h"
 #include "uiw_time.h"
 #include "verbs_internal.h"
 
@@ -20,6 +21,14 @@ bool uiw_threaded;
 pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
 unsigned uiw_api_waiting;
+__thread unsigned uiw_api_depth;
+__thread unsigned uiw_api_engines;
+unsigned uiw_engine_threads;
+pthread_mutex_t uiw_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The engines with threads, in the order their locks are taken. */
+static struct uiw_eng *threaded[UIW_VERBS_MAX_DEVICES * UIW_MAX_ENGINES];
+static unsigned engines_wanted;   /* API callers taking the engines' locks */
 
 /* The static library has no instance or thread of its own (dropin.c makes them). */
 __attribute__((weak)) void uiw_progress_kick(void)
@@ -36,6 +45,33 @@ int uiw_errno(int rc)
 	return rc < 0 ? -rc : rc;
 }
 
+void uiw_engines_stop(void)
+{
+	unsigned n = __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE);
+
+	/* The engine threads give way while this is up (a mutex is not fair). */
+	__atomic_fetch_add(&engines_wanted, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < n; i++)
+		pthread_mutex_lock(&threaded[i]->lock);
+	__atomic_fetch_sub(&engines_wanted, 1, __ATOMIC_RELAXED);
+	uiw_api_engines = n;
+}
+
+void uiw_engines_go(void)
+{
+	for (unsigned i = uiw_api_engines; i-- > 0;)
+		pthread_mutex_unlock(&threaded[i]->lock);
+	uiw_api_engines = 0;
+}
+
+void uiw_api_abandon(void)
+{
+	uiw_api_depth = 0;
+	if (uiw_api_engines > 0)
+		uiw_engines_go();
+	pthread_mutex_unlock(&uiw_big_lock);
+}
+
 int uiw_verbs_add_device(struct uiw_stack *s)
 {
 	struct uiw_dev *d;
@@ -47,6 +83,12 @@ int uiw_verbs_add_device(struct uiw_stack *s)
 		return -ENOMEM;
 	}
 	d->stack = s;
+	for (unsigned i = 0; i < s->nengines; i++) {
+		d->eng[i].e = uiw_stack_engine(s, i);
+		d->eng[i].d = d;
+		d->eng[i].idx = i;
+		d->eng[i].nap_fd = -1;
+	}
 	uiw_mpa_params_from_config(&d->mpa_params, &s->cfg);
 	d->next_qpn = 1;
 	d->next_pdn = 1;
@@ -70,15 +112,15 @@ void uiw_verbs_remove_devices(void)
 	ndevs = 0;
 }
 
-/* Starts the work posted since the last pass (ibv_post_send only queues it). */
-static unsigned ring_doorbells(struct uiw_dev *d)
+/* Starts the work posted on @p g's QPs since its last pass (ibv_post_send only queues it). */
+static unsigned ring_doorbells(struct uiw_eng *g)
 {
 	unsigned n = 0;
 
-	while (d->kick != NULL) {
-		struct uiw_qp_v *q = d->kick;
+	while (g->kick != NULL) {
+		struct uiw_qp_v *q = g->kick;
 
-		d->kick = q->kick_next;
+		g->kick = q->kick_next;
 		q->kicked = false;
 		uiw_qp_kick(q->core);
 		n++;
@@ -86,20 +128,133 @@ static unsigned ring_doorbells(struct uiw_dev *d)
 	return n;
 }
 
-void (*uiw_cma_poll_hook)(uint64_t now);
+void (*uiw_cma_poll_hook)(struct uiw_eng *g, uint64_t now);
+
+unsigned uiw_eng_pass(struct uiw_eng *g, uint64_t now)
+{
+	unsigned work = ring_doorbells(g) + uiw_stack_poll_engine(g->e, now);
+
+	if (g->resolving != NULL && uiw_cma_poll_hook != NULL)
+		uiw_cma_poll_hook(g, now);
+	return work;
+}
 
 unsigned uiw_verbs_progress_locked(void)
 {
 	uint64_t now = uiw_now_ns();
 	unsigned work = 0;
 
-	for (unsigned i = 0; i < ndevs; i++) {
-		work += ring_doorbells(devs[i]);
-		work += uiw_stack_poll(devs[i]->stack, now);
-	}
-	if (uiw_cma_poll_hook != NULL)
-		uiw_cma_poll_hook(now);
+	for (unsigned i = 0; i < ndevs; i++)
+		for (unsigned k = 0; k < devs[i]->stack->nengines; k++)
+			if (!devs[i]->eng[k].threaded)
+				work += uiw_eng_pass(&devs[i]->eng[k], now);
 	return work;
+}
+
+/* An engine thread naps this long at most when its engine has been quiet IDLE_NS. */
+#define ENG_IDLE_NS (5 * 1000 * 1000ull)
+#define ENG_NAP_MIN_US 20
+#define ENG_NAP_MAX_US 1000
+
+static void eng_nap(struct uiw_eng *g, unsigned us)
+{
+	struct pollfd p = { .fd = g->nap_fd, .events = POLLIN };
+	uint64_t v;
+
+	__atomic_store_n(&g->napping, 1, __ATOMIC_SEQ_CST);
+	if (poll(&p, 1, us >= 1000 ? (int)(us / 1000) : 1) > 0 &&
+	    read(g->nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		UIW_DEBUG("engine %u nap: %s", g->idx, strerror(errno));
+	__atomic_store_n(&g->napping, 0, __ATOMIC_RELEASE);
+	g->naps++;
+}
+
+/* Ends @p g's nap: work was posted for it. */
+static void eng_wake(struct uiw_eng *g)
+{
+	uint64_t one = 1;
+
+	if (g->threaded && __atomic_load_n(&g->napping, __ATOMIC_SEQ_CST) &&
+	    write(g->nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		UIW_DEBUG("engine %u wake: %s", g->idx, strerror(errno));
+}
+
+static void *engine_main(void *arg)
+{
+	struct uiw_eng *g = arg;
+	char name[16];
+	uint64_t quiet_since = 0;
+	unsigned nap_us = ENG_NAP_MIN_US;
+
+	snprintf(name, sizeof(name), "uiw-engine%u", g->idx);
+	pthread_setname_np(pthread_self(), name);   /* as top -H and perf show it */
+	while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&engines_wanted, __ATOMIC_RELAXED) > 0) {
+			sched_yield();   /* an API call wants every engine: it goes first */
+			continue;
+		}
+		pthread_mutex_lock(&g->lock);
+		uint64_t now = uiw_now_ns();
+		unsigned work = uiw_eng_pass(g, now);
+
+		g->passes++;
+		pthread_mutex_unlock(&g->lock);
+		if (work > 0 || quiet_since == 0) {
+			quiet_since = work > 0 ? 0 : now;
+			nap_us = ENG_NAP_MIN_US;
+		} else if (now - quiet_since > ENG_IDLE_NS) {
+			eng_nap(g, nap_us);
+			nap_us = nap_us * 2 > ENG_NAP_MAX_US ? ENG_NAP_MAX_US : nap_us * 2;
+		}
+	}
+	return NULL;
+}
+
+int uiw_verbs_start_engine_threads(void)
+{
+	for (unsigned i = 0; i < ndevs; i++) {
+		for (unsigned k = 1; k < devs[i]->stack->nengines; k++) {
+			struct uiw_eng *g = &devs[i]->eng[k];
+
+			g->nap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			if (g->nap_fd < 0 || pthread_mutex_init(&g->lock, NULL) != 0)
+				return -errno;
+			/* Published before the thread runs: API calls from here on take its lock. */
+			threaded[uiw_engine_threads] = g;
+			g->threaded = true;
+			__atomic_store_n(&uiw_engine_threads, uiw_engine_threads + 1, __ATOMIC_RELEASE);
+			if (pthread_create(&g->thread, NULL, engine_main, g) != 0) {
+				g->threaded = false;
+				__atomic_store_n(&uiw_engine_threads, uiw_engine_threads - 1, __ATOMIC_RELEASE);
+				return -EAGAIN;
+			}
+		}
+	}
+	return 0;
+}
+
+void uiw_verbs_print_engine_threads(FILE *f)
+{
+	for (unsigned i = 0; i < ndevs; i++)
+		for (unsigned k = 1; k < devs[i]->stack->nengines; k++)
+			if (devs[i]->eng[k].nap_fd >= 0)   /* it had a thread */
+				fprintf(f, "engine%u.thread_passes %lu\nengine%u.thread_naps %lu\n",
+					k, (unsigned long)devs[i]->eng[k].passes, k,
+					(unsigned long)devs[i]->eng[k].naps);
+}
+
+void uiw_verbs_stop_engine_threads(void)
+{
+	unsigned n = __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++) {
+		__atomic_store_n(&threaded[i]->stop, 1, __ATOMIC_RELEASE);
+		eng_wake(threaded[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(threaded[i]->thread, NULL);
+		threaded[i]->threaded = false;   /* the progress passes run it from now on */
+	}
 }
 
 void uiw_inline_pass(void)
@@ -129,6 +284,13 @@ bool uiw_wait_some(int fd, bool nonblock)
 			uiw_progress_kick();
 		return !nonblock;
 	}
+	/* Every lock this call holds is given back while it sleeps (a blocking call is at the
+	 * outermost level). */
+	unsigned depth = uiw_api_depth;
+
+	uiw_api_depth = 0;
+	if (uiw_api_engines > 0)
+		uiw_engines_go();
 	pthread_mutex_unlock(&uiw_big_lock);
 	uiw_progress_kick();   /* this thread sleeps: the stack is the progress thread's */
 	if (poll(&p, 1, 10) < 0 && errno != EINTR)
@@ -136,12 +298,25 @@ bool uiw_wait_some(int fd, bool nonblock)
 	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&uiw_big_lock);
 	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	uiw_api_depth = depth;
+	if (depth > 0 && __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
+		uiw_engines_stop();
 	return true;
 }
 
-struct uiw_stack *uiw_dev_next_engine(struct uiw_dev *d)
+struct uiw_eng *uiw_dev_next_engine(struct uiw_dev *d)
 {
-	return uiw_stack_engine(d->stack, d->next_engine++ % d->stack->nengines);
+	return &d->eng[d->next_engine++ % d->stack->nengines];
+}
+
+struct uiw_eng *uiw_dev_engine_of(struct uiw_dev *d, const struct uiw_mpa_conn *c)
+{
+	const struct uiw_stack *owner = uiw_mpa_owner(c);
+
+	for (unsigned i = 0; i < d->stack->nengines; i++)
+		if (d->eng[i].e == owner)
+			return &d->eng[i];
+	return &d->eng[0];
 }
 
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip)
@@ -271,11 +446,14 @@ static void async_push(struct ibv_context *context, const struct ibv_async_event
 	struct uiw_ctx *c = ctx_of(context);
 	uint64_t one = 1;
 
+	pthread_mutex_lock(&uiw_ev_lock);   /* engines may push at once */
 	if (uiw_ring_full(&c->async_ring)) {
 		c->async_lost++;
+		pthread_mutex_unlock(&uiw_ev_lock);
 		return;
 	}
 	c->async[uiw_ring_push(&c->async_ring)] = *ev;
+	pthread_mutex_unlock(&uiw_ev_lock);
 	if (write(context->async_fd, &one, sizeof(one)) != sizeof(one))
 		return;
 }
@@ -544,9 +722,15 @@ static void cq_notify(void *arg, struct uiw_cq *core)
 	uint64_t one = 1;
 
 	(void)core;
-	if (ch == NULL || uiw_ring_full(&ch->ring))
+	if (ch == NULL)
 		return;
+	pthread_mutex_lock(&uiw_ev_lock);   /* engines may push at once */
+	if (uiw_ring_full(&ch->ring)) {
+		pthread_mutex_unlock(&uiw_ev_lock);
+		return;
+	}
 	ch->q[uiw_ring_push(&ch->ring)] = &c->cq;
+	pthread_mutex_unlock(&uiw_ev_lock);
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		return;
 }
@@ -714,9 +898,11 @@ static void qp_error_event(void *arg, struct uiw_qp *core, const char *why)
 	const struct uiw_term_info *t = uiw_qp_term_tx(core);
 	struct ibv_async_event ev = { .element.qp = &q->qp, .event_type = IBV_EVENT_QP_FATAL };
 
+	pthread_mutex_lock(&uiw_ev_lock);   /* engines may fail QPs at once */
 	qp_whys[qp_whys_n % QP_WHY_KEEP].qp_num = q->qp.qp_num;
 	snprintf(qp_whys[qp_whys_n % QP_WHY_KEEP].why, sizeof(qp_whys[0].why), "%s", why);
 	qp_whys_n++;
+	pthread_mutex_unlock(&uiw_ev_lock);
 	if (t->valid && (t->layer == UIW_TERM_LAYER_RDMAP || t->layer == UIW_TERM_LAYER_DDP) &&
 	    t->etype == 1)
 		ev.event_type = IBV_EVENT_QP_ACCESS_ERR;
@@ -837,7 +1023,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 		}
 	}
 	/* The doorbell list holds only QPs with work just posted: short, walked only then. */
-	for (struct uiw_qp_v **p = &q->dev->kick; q->kicked && *p != NULL; p = &(*p)->kick_next)
+	for (struct uiw_qp_v **p = &q->dev->eng[q->eng].kick; q->kicked && *p != NULL; p = &(*p)->kick_next)
 		if (*p == q) {
 			*p = q->kick_next;
 			break;
@@ -1036,9 +1222,12 @@ static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 			q->sq->tail = first;
 	}
 	if (q->sq->tail != first && !q->kicked && uiw_qp_posted(q->core)) {
+		struct uiw_eng *g = &q->dev->eng[q->eng];
+
 		q->kicked = true;
-		q->kick_next = q->dev->kick;
-		q->dev->kick = q;
+		q->kick_next = g->kick;
+		g->kick = q;
+		eng_wake(g);
 	}
 	return rc;
 }

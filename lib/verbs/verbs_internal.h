@@ -25,24 +25,49 @@ extern pthread_mutex_t uiw_big_lock;           /* recursive */
 extern uint64_t uiw_inline_progress_ns;        /* the program's own last pass */
 extern unsigned uiw_api_waiting;               /* program threads waiting for the lock */
 
+/*
+ * Engine threads (docs/ENGINES.md). With engines > 1 the drop-in runs engines 1..N-1 each
+ * on a thread of its own, which holds the engine's lock through each pass; the big lock
+ * covers engine 0 (the progress thread's) and everything else. An API call holds the big
+ * lock and, from its outermost level, every engine's lock: what it touches is still one
+ * thread's at a time. Engines running at once share only CQs and SRQs (their own locks)
+ * and the event queues the verbs and rdma_cm layers fill (uiw_ev_lock, taken at the
+ * innermost level only).
+ */
+extern __thread unsigned uiw_api_depth;        /* this thread's API lock nesting */
+extern __thread unsigned uiw_api_engines;      /* engine locks this thread holds */
+extern unsigned uiw_engine_threads;            /* engine threads running (locks to take) */
+extern pthread_mutex_t uiw_ev_lock;
+void uiw_engines_stop(void);                   /* takes every engine's lock */
+void uiw_engines_go(void);                     /* gives back what uiw_engines_stop() took */
+
 static inline int uiw_api_lock(void)
 {
 	if (!uiw_threaded)
 		return 0;
-	if (pthread_mutex_trylock(&uiw_big_lock) == 0)
-		return 1;   /* the common case: one atomic, no count */
-	/* The progress thread gives way while a program thread waits (a mutex is not fair). */
-	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&uiw_big_lock);
-	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
+		/* The progress thread gives way while a program thread waits (a mutex is not
+		 * fair). */
+		__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&uiw_big_lock);
+		__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	}
+	if (uiw_api_depth++ == 0 && __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
+		uiw_engines_stop();
 	return 1;
 }
 
 static inline void uiw_api_unlock(int *held)
 {
-	if (*held)
-		pthread_mutex_unlock(&uiw_big_lock);
+	if (!*held)
+		return;
+	if (--uiw_api_depth == 0 && uiw_api_engines > 0)
+		uiw_engines_go();
+	pthread_mutex_unlock(&uiw_big_lock);
 }
+
+/* Leaves the API lock for good from inside a call (its holder will never return). */
+void uiw_api_abandon(void);
 
 #define UIW_API_LOCK()                                                                       \
 	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock()
@@ -67,6 +92,25 @@ int uiw_dropin_ensure(void);
  * program thread about to block while the stack needs running. */
 void uiw_progress_kick(void);
 
+struct uiw_dev;
+struct uiw_cm_id;
+
+/* An engine of a device's instance, as the verbs layer drives it. */
+struct uiw_eng {
+	struct uiw_stack *e;
+	struct uiw_dev *d;
+	unsigned idx;
+	struct uiw_qp_v *kick;        /* its QPs with posted work to start (the doorbell list) */
+	struct uiw_cm_id *resolving;  /* rdma_cm ids waiting for ARP on this engine (cma.c) */
+	bool threaded;                /* run by a thread of its own (below) */
+	pthread_mutex_t lock;         /* threaded: held through each pass */
+	pthread_t thread;
+	int nap_fd;                   /* a write ends the thread's nap */
+	int napping;
+	int stop;
+	uint64_t passes, naps;
+};
+
 struct uiw_dev {
 	struct ibv_device dev;
 	struct uiw_stack *stack;
@@ -75,9 +119,21 @@ struct uiw_dev {
 	uint32_t next_qpn, next_pdn;
 	unsigned next_engine;         /* the engine the next active id connects on (in turn) */
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
-	struct uiw_qp_v *kick;        /* QPs with posted work to start (the doorbell list) */
+	struct uiw_eng eng[UIW_MAX_ENGINES];
 	struct uiw_qp_v *qps;         /* every QP (the counters' sums) */
 };
+
+/* Engine threads for engines 1..N-1 of every device (the drop-in). @return 0 or -errno. */
+int uiw_verbs_start_engine_threads(void);
+/* What each engine thread did: passes, naps (one "name value" line each). */
+void uiw_verbs_print_engine_threads(FILE *f);
+/* Stops them (at exit): the progress passes run every engine again. */
+void uiw_verbs_stop_engine_threads(void);
+/* Rings @p g's doorbells and makes one pass of its engine (its lock held, or the big
+ * lock when it has no thread). @return work done. */
+unsigned uiw_eng_pass(struct uiw_eng *g, uint64_t now);
+/* The engine @p c runs on (its instance's engine tag): connections arriving on a listener. */
+struct uiw_eng *uiw_dev_engine_of(struct uiw_dev *d, const struct uiw_mpa_conn *c);
 
 #define ASYNC_EVENTS 256      /* a power of two: the ring's slots are the array */
 
@@ -130,7 +186,8 @@ struct uiw_qp_v {
 	struct uiw_sq *sq;            /* the core's send queue, filled in place */
 	struct uiw_dev *dev;
 	bool sig_all;
-	bool kicked;                  /* on the device's doorbell list */
+	bool kicked;                  /* on its engine's doorbell list */
+	unsigned eng;                 /* the engine its connection is on */
 	struct uiw_qp_v *kick_next;
 	struct rdma_cm_id *cm;        /* the id it was made on (rdma_create_qp), if any */
 	uint8_t *inl;                 /* inline data, UIW_MAX_INLINE bytes per send queue slot */
@@ -165,14 +222,15 @@ static inline struct uiw_dev *ctx_dev(struct ibv_context *c)
 /* verbs.c */
 struct ibv_context *uiw_dev_context(struct uiw_dev *d);
 /* The engine of @p d's instance the next connection opens on: each in turn. */
-struct uiw_stack *uiw_dev_next_engine(struct uiw_dev *d);
+struct uiw_eng *uiw_dev_next_engine(struct uiw_dev *d);
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip);
 struct uiw_dev *uiw_dev_for_dst(uint32_t dst);
 int uiw_errno(int rc);
 
 
-/* rdma_cm's periodic work (address resolutions waiting for ARP), called by each progress
- * pass once rdma_cm has set it: rdma_cm lives in another library in the drop-in. */
-extern void (*uiw_cma_poll_hook)(uint64_t now);
+/* rdma_cm's periodic work (address resolutions waiting for ARP on engine @p g), called by
+ * each pass of an engine once rdma_cm has set it: rdma_cm lives in another library in the
+ * drop-in. */
+extern void (*uiw_cma_poll_hook)(struct uiw_eng *g, uint64_t now);
 
 #endif

@@ -188,6 +188,21 @@ for e in 0 1; do
 done
 client_env=()
 rping_pair memif
+# Two QPs each: one on each engine; engine 1 runs on a thread of its own and must carry
+# its QP's share of the 200 messages of 64 KiB (about 9,000 frames).
+for prog in ib_send_bw ib_write_bw ib_read_bw; do
+	client_env=(UIWARP_STATS=1)
+	pair memif "$prog -q 2, two engines" "^ *65536 " "$prog" -R -s 65536 -n 200 -q 2 -- \
+		"$prog" -R -s 65536 -n 200 -q 2 10.70.0.1
+	client_env=()
+	frames=$(awk '$1 == "engine1.tx_packets" || $1 == "engine1.rx_packets" { n += $2 } END { print n + 0 }' "$tmp/client.log")
+	passes=$(awk '$1 == "engine1.thread_passes" { print $2 }' "$tmp/client.log")
+	if [ "$frames" -lt 2000 ] || [ "${passes:-0}" -eq 0 ]; then
+		bad "$prog -q 2: engine 1 moved $frames frames in ${passes:-no} passes of its thread"
+	else
+		echo "ok: $prog -q 2: engine 1 moved $frames frames in $passes passes of its thread"
+	fi
+done
 extra_cfg=""
 
 # The same over a veth pair between two namespaces (af_packet), when we may make them.

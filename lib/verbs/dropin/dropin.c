@@ -112,10 +112,15 @@ static void status_write(uint64_t now)
 	if (f == NULL)
 		return;
 	fprintf(f, "pid %d\n", (int)getpid());
+	/* The gauges walk every engine's tables: their threads wait meanwhile. */
+	if (__atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
+		uiw_engines_stop();
 	uiw_stack_print_gauges(f, &inst.stack);
 	uiw_stack_print_counters(f, &inst.stack);
 	uiw_counters_print(f, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
 			   UIW_RDMAP_C__COUNT, true);
+	if (uiw_api_engines > 0)
+		uiw_engines_go();
 	if (fclose(f) != 0 || rename(tmp, inst.status_path) != 0)
 		unlink(tmp);
 }
@@ -169,6 +174,12 @@ static void bring_up(void)
 		inst.err = -rc;
 		return;
 	}
+	/* Engines 1..N-1 run on threads of their own; engine 0 is the progress thread's. */
+	if (uiw_verbs_start_engine_threads() != 0) {
+		fprintf(stderr, "uiwarp: cannot start the engine threads\n");
+		inst.err = EAGAIN;
+		return;
+	}
 	atexit(drain_at_exit);
 	inst.status_path = getenv("UIWARP_STATUS");
 	if (inst.status_path != NULL && inst.status_path[0] == '\0')
@@ -204,6 +215,7 @@ static void print_counters(void)
 	uiw_counters_print(stderr, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
 			   UIW_RDMAP_C__COUNT, true);
 	uiw_verbs_print_qp_errors(stderr);
+	uiw_verbs_print_engine_threads(stderr);
 	fprintf(stderr, "  progress.late_passes        %12lu  # progress thread passes that waited "
 		"over 1 ms for a core\n", inst.late_passes);
 	fprintf(stderr, "  progress.passes             %12lu  # passes the progress thread made\n"
@@ -219,6 +231,7 @@ static void drain_at_exit(void)
 	uint64_t end = uiw_now_ns() + EXIT_DRAIN_MS * UIW_NS_PER_MS;
 
 	pthread_mutex_lock(&uiw_big_lock);
+	uiw_verbs_stop_engine_threads();   /* the passes below run every engine */
 	do   /* at least one pass: a reset an abort just queued goes out too */
 		uiw_verbs_progress_locked();
 	while (uiw_stack_conn_count(&inst.stack) > 0 && uiw_now_ns() < end);
