@@ -326,8 +326,18 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 					(info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER);
 		conf.rxmode.max_lro_pkt_size = info->max_lro_pkt_size;
 	}
-	/* One RX/TX queue pair per engine (docs/ENGINES.md). */
+	/* One RX/TX queue pair per engine (docs/ENGINES.md). A connection's frames must come
+	 * in on the queue its engine sends on: memif and ring pairs carry queue q to the
+	 * peer's queue q. A NIC would spread them by its RSS hash instead, which the
+	 * engines do not steer by yet. */
 	port->nqueues = (uint16_t)cfg->engines;
+	if (port->nqueues > 1 && strcmp(info->driver_name, "net_memif") != 0 &&
+	    strcmp(info->driver_name, "net_ring") != 0) {
+		UIW_ERR("port %s: key 'engines' is %u, but %s does not carry queue q to the "
+			"peer's queue q: more than one engine runs on memif or a ring pair only "
+			"(docs/ENGINES.md)", port->name, cfg->engines, info->driver_name);
+		return -1;
+	}
 	if (info->max_rx_queues < port->nqueues || info->max_tx_queues < port->nqueues) {
 		UIW_ERR("port %s: key 'engines' is %u, but %s has at most %u RX and %u TX queues",
 			port->name, cfg->engines, info->driver_name, info->max_rx_queues,

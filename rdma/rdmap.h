@@ -122,6 +122,8 @@ struct uiw_cq {
 /** @return 0, -EINVAL (cap 0 or above UIW_RING_CAP_MAX), -ENOMEM. */
 int uiw_cq_init(struct uiw_cq *cq, uint32_t cap);
 void uiw_cq_fini(struct uiw_cq *cq);
+/** Whether completions wait in @p cq (engines may be adding some meanwhile). */
+bool uiw_cq_pending(struct uiw_cq *cq);
 /** Takes up to @p n completions. @return how many. */
 unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n);
 /** Arms the CQ: the next completion (the next solicited one with @p solicited_only)

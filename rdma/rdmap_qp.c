@@ -32,6 +32,16 @@ void uiw_cq_fini(struct uiw_cq *cq)
 	memset(cq, 0, sizeof(*cq));
 }
 
+bool uiw_cq_pending(struct uiw_cq *cq)
+{
+	bool any;
+
+	uiw_spin_lock(&cq->lock);
+	any = !uiw_ring_empty(&cq->ring);
+	uiw_spin_unlock(&cq->lock);
+	return any;
+}
+
 unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n)
 {
 	unsigned k = 0;

@@ -378,7 +378,7 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 	uint16_t lport;
 	int rc;
 
-	t->now = now;
+	now = tcp_clock(t, now);
 	lport = pick_port(t, dst, port);
 	if (lport == 0)
 		return -EADDRNOTAVAIL;

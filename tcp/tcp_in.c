@@ -699,7 +699,7 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 	struct tcp_seg s;
 	int verdict;
 
-	t->now = now;
+	now = tcp_clock(t, now);
 	tcp_count(t, UIW_TCP_C_rx_segs);
 	verdict = tcp_parse(m, ihl, &s);   /* fills every field of s when it accepts */
 	if (verdict != UIW_NET_ACCEPT) {

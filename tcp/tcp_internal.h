@@ -347,4 +347,16 @@ void uiw_tcp_reass_clear(struct uiw_tcp_conn *c);
 unsigned uiw_tcp_reass_sack_blocks(const struct uiw_tcp_conn *c, uint32_t blocks[][2],
 			       unsigned max);
 
+/* The engine's clock for an entry with @p now: passes may come from more than one thread
+ * (an engine thread, a program's poll that made a pass for it), each with a clock read
+ * before it waited for the engine; TCP's time never goes back (an RTT sample from a
+ * clock behind the send time would be 2^32 us). */
+static inline uint64_t tcp_clock(struct uiw_tcp *t, uint64_t now)
+{
+	if ((int64_t)(now - t->now) < 0)
+		return t->now;
+	t->now = now;
+	return now;
+}
+
 #endif

@@ -6,7 +6,7 @@
 
 void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 {
-	t->now = now;
+	now = tcp_clock(t, now);
 	while (t->blocked != NULL) {   /* held for the port last pass: try again */
 		struct uiw_tcp_conn *c = t->blocked;
 
@@ -37,6 +37,7 @@ unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
 	struct rte_mbuf *pkts[POLL_MAX_BURST];
 	uint16_t n = uiw_port_rx(t->port, pkts, (uint16_t)u32_min(t->net->rx_burst, POLL_MAX_BURST));
 
+	now = tcp_clock(t, now);
 	uiw_net_input(t->net, pkts, n, now);
 	uiw_net_timer(t->net, now);
 	uiw_tcp_run(t, now);

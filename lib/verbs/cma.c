@@ -155,8 +155,6 @@ static void cm_established(void *user, struct uiw_mpa_conn *conn, const struct u
 
 	c->conn = conn;
 	c->state = CM_CONNECTED;
-	if (c->id.qp != NULL)   /* its doorbells ring on its connection's engine */
-		((struct uiw_qp_v *)c->id.qp)->eng = uiw_dev_engine_of(c->dev, conn)->idx;
 	if (qp != NULL)
 		uiw_qp_mpa_ops.established(qp, conn, n);
 	if (c->id.qp != NULL)
@@ -427,7 +425,8 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockad
 		id->port_num = 1;
 	}
 	set_addr(&id->route.addr.dst_addr, ip, port);
-	c->eng = uiw_dev_next_engine(c->dev);
+	if (c->eng == NULL || c->eng->d != c->dev)   /* a QP made already keeps its engine */
+		c->eng = uiw_dev_next_engine(c->dev);
 	/* As Linux's rdma_cm: the address is resolved once the next hop's link-layer address
 	 * is known. Connecting first left the SYNs of a burst of connections to ARP's hold,
 	 * which keeps a few: the rest were dropped and sent again a second later. */
@@ -633,18 +632,29 @@ int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
+/* @p qp is @p c's: its engine is the id's from here on (an active id that has none yet
+ * takes the next now and connects on it), and posting locks that engine only. */
+static void qp_on_id(struct uiw_cm_id *c, struct ibv_qp *qp)
+{
+	c->id.qp = qp;
+	((struct uiw_qp_v *)qp)->cm = &c->id;
+	if (c->eng == NULL)
+		c->eng = uiw_dev_next_engine(c->dev);
+	((struct uiw_qp_v *)qp)->eng = c->eng->idx;
+}
+
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	UIW_API_LOCK();
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	struct ibv_qp *qp;
 
-	if (pd == NULL || id->verbs == NULL || pd->context != id->verbs)
+	if (pd == NULL || id->verbs == NULL || pd->context != id->verbs || c->dev == NULL)
 		return fail(EINVAL);
 	qp = ibv_create_qp(pd, attr);
 	if (qp == NULL)
 		return -1;
-	id->qp = qp;
-	((struct uiw_qp_v *)qp)->cm = id;
+	qp_on_id(c, qp);
 	return 0;
 }
 
@@ -803,13 +813,13 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init
 	UIW_API_LOCK();
 	struct ibv_qp *qp;
 
-	if (id->verbs == NULL || qp_init_attr->pd == NULL || qp_init_attr->pd->context != id->verbs)
+	if (id->verbs == NULL || qp_init_attr->pd == NULL || qp_init_attr->pd->context != id->verbs ||
+	    ((struct uiw_cm_id *)id)->dev == NULL)
 		return fail(EINVAL);
 	qp = uiw_create_qp_ex(id->verbs, qp_init_attr);
 	if (qp == NULL)
 		return -1;
-	id->qp = qp;
-	((struct uiw_qp_v *)qp)->cm = id;
+	qp_on_id((struct uiw_cm_id *)id, qp);
 	return 0;
 }
 

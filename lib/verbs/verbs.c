@@ -2,6 +2,7 @@
 /* ibv_*: devices, contexts, PDs, MRs, CQs and completion channels, RC QPs, and the data
  * path that verbs.h's inline functions reach through context->ops. */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ uint64_t uiw_inline_progress_ns;
 unsigned uiw_api_waiting;
 __thread unsigned uiw_api_depth;
 __thread unsigned uiw_api_engines;
+__thread pthread_mutex_t *uiw_api_one;
 unsigned uiw_engine_threads;
 pthread_mutex_t uiw_ev_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -139,36 +141,6 @@ unsigned uiw_eng_pass(struct uiw_eng *g, uint64_t now)
 	return work;
 }
 
-unsigned uiw_verbs_progress_locked(void)
-{
-	uint64_t now = uiw_now_ns();
-	unsigned work = 0;
-
-	for (unsigned i = 0; i < ndevs; i++)
-		for (unsigned k = 0; k < devs[i]->stack->nengines; k++)
-			if (!devs[i]->eng[k].threaded)
-				work += uiw_eng_pass(&devs[i]->eng[k], now);
-	return work;
-}
-
-/* An engine thread naps this long at most when its engine has been quiet IDLE_NS. */
-#define ENG_IDLE_NS (5 * 1000 * 1000ull)
-#define ENG_NAP_MIN_US 20
-#define ENG_NAP_MAX_US 1000
-
-static void eng_nap(struct uiw_eng *g, unsigned us)
-{
-	struct pollfd p = { .fd = g->nap_fd, .events = POLLIN };
-	uint64_t v;
-
-	__atomic_store_n(&g->napping, 1, __ATOMIC_SEQ_CST);
-	if (poll(&p, 1, us >= 1000 ? (int)(us / 1000) : 1) > 0 &&
-	    read(g->nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		UIW_DEBUG("engine %u nap: %s", g->idx, strerror(errno));
-	__atomic_store_n(&g->napping, 0, __ATOMIC_RELEASE);
-	g->naps++;
-}
-
 /* Ends @p g's nap: work was posted for it. */
 static void eng_wake(struct uiw_eng *g)
 {
@@ -177,6 +149,63 @@ static void eng_wake(struct uiw_eng *g)
 	if (g->threaded && __atomic_load_n(&g->napping, __ATOMIC_SEQ_CST) &&
 	    write(g->nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		UIW_DEBUG("engine %u wake: %s", g->idx, strerror(errno));
+}
+
+/* An engine thread that made no pass for this long has most likely lost its core. */
+#define ENG_STALE_NS (50 * 1000ull)
+
+unsigned uiw_verbs_progress_locked(void)
+{
+	unsigned work = 0;
+
+	for (unsigned i = 0; i < ndevs; i++) {
+		for (unsigned k = 0; k < devs[i]->stack->nengines; k++) {
+			struct uiw_eng *g = &devs[i]->eng[k];
+			uint64_t now = uiw_now_ns();   /* each pass its own: they take a while */
+
+			/* Unthreaded, or held by this call (an API call holds every engine). */
+			if (!g->threaded || uiw_api_engines > 0) {
+				work += uiw_eng_pass(g, now);
+				continue;
+			}
+			/* A threaded engine whose thread waits for a core (more threads spin than
+			 * there are cores): the caller, which has one, makes the pass, if the
+			 * thread is not in one. */
+			if (uiw_api_one == NULL &&
+			    now - __atomic_load_n(&g->last_pass_ns, __ATOMIC_RELAXED) > ENG_STALE_NS &&
+			    pthread_mutex_trylock(&g->lock) == 0) {
+				unsigned w = uiw_eng_pass(g, uiw_now_ns());
+
+				g->borrowed++;
+				pthread_mutex_unlock(&g->lock);
+				if (w > 0)
+					eng_wake(g);   /* a napping thread finds no work: it is busy */
+				work += w;
+			}
+		}
+	}
+	return work;
+}
+
+/* An engine thread naps this long at most when its engine has been quiet IDLE_NS. */
+#define ENG_IDLE_NS (5 * 1000 * 1000ull)
+#define ENG_NAP_MIN_US 20
+#define ENG_NAP_MAX_US 1000
+
+/* Naps up to @p us (at least 1 ms: poll's unit), or until a wake. @return true if woken. */
+static bool eng_nap(struct uiw_eng *g, unsigned us)
+{
+	struct pollfd p = { .fd = g->nap_fd, .events = POLLIN };
+	uint64_t v;
+	bool woken;
+
+	__atomic_store_n(&g->napping, 1, __ATOMIC_SEQ_CST);
+	woken = poll(&p, 1, us >= 1000 ? (int)(us / 1000) : 1) > 0;
+	if (woken && read(g->nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		UIW_DEBUG("engine %u nap: %s", g->idx, strerror(errno));
+	__atomic_store_n(&g->napping, 0, __ATOMIC_RELEASE);
+	g->naps++;
+	return woken;
 }
 
 static void *engine_main(void *arg)
@@ -199,12 +228,19 @@ static void *engine_main(void *arg)
 
 		g->passes++;
 		pthread_mutex_unlock(&g->lock);
+		__atomic_store_n(&g->last_pass_ns, uiw_now_ns(), __ATOMIC_RELAXED);
 		if (work > 0 || quiet_since == 0) {
 			quiet_since = work > 0 ? 0 : now;
 			nap_us = ENG_NAP_MIN_US;
 		} else if (now - quiet_since > ENG_IDLE_NS) {
-			eng_nap(g, nap_us);
-			nap_us = nap_us * 2 > ENG_NAP_MAX_US ? ENG_NAP_MAX_US : nap_us * 2;
+			if (eng_nap(g, nap_us)) {   /* work came: busy again */
+				quiet_since = 0;
+				nap_us = ENG_NAP_MIN_US;
+			} else {
+				nap_us = nap_us * 2 > ENG_NAP_MAX_US ? ENG_NAP_MAX_US : nap_us * 2;
+			}
+		} else {
+			sched_yield();   /* nothing came: any other thread waiting for this core first */
 		}
 	}
 	return NULL;
@@ -238,9 +274,11 @@ void uiw_verbs_print_engine_threads(FILE *f)
 	for (unsigned i = 0; i < ndevs; i++)
 		for (unsigned k = 1; k < devs[i]->stack->nengines; k++)
 			if (devs[i]->eng[k].nap_fd >= 0)   /* it had a thread */
-				fprintf(f, "engine%u.thread_passes %lu\nengine%u.thread_naps %lu\n",
+				fprintf(f, "engine%u.thread_passes %lu\nengine%u.thread_naps %lu\n"
+					"engine%u.borrowed_passes %lu\n",
 					k, (unsigned long)devs[i]->eng[k].passes, k,
-					(unsigned long)devs[i]->eng[k].naps);
+					(unsigned long)devs[i]->eng[k].naps, k,
+					(unsigned long)devs[i]->eng[k].borrowed);
 }
 
 void uiw_verbs_stop_engine_threads(void)
@@ -836,11 +874,11 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 						  [UIW_WC_RECV] = IBV_WC_RECV };
 	int k = 0;
 
-	UIW_API_LOCK();
+	UIW_API_LOCK_ONE(NULL);   /* the CQ has its own lock; the pass runs unthreaded engines */
 
 	if (n < 0)
 		return -1;
-	if (uiw_ring_empty(&c->core.ring))
+	if (!uiw_cq_pending(&c->core))
 		uiw_inline_pass();   /* one bounded pass: the caller's poll drives the engine */
 	for (; k < n; k++) {
 		struct uiw_wc w;
@@ -858,7 +896,7 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	UIW_API_LOCK();
+	UIW_API_LOCK_ONE(NULL);   /* arming takes the CQ's own lock */
 	uiw_cq_arm(&((struct uiw_cq_v *)cq)->core, solicited_only != 0);
 	return 0;
 }
@@ -1199,8 +1237,8 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
  */
 static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, bool whole)
 {
-	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
+	UIW_API_LOCK_ONE(uiw_eng_lock(&q->dev->eng[q->eng]));
 	uint32_t first = q->sq->tail;
 	int rc = 0;
 
@@ -1244,8 +1282,8 @@ int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ib
 
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	UIW_API_LOCK();
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
+	UIW_API_LOCK_ONE(uiw_eng_lock(&q->dev->eng[q->eng]));
 
 	for (; wr != NULL; wr = wr->next) {
 		struct uiw_recv_wr r = { .wr_id = wr->wr_id, .nsge = (unsigned)wr->num_sge };
@@ -1333,7 +1371,7 @@ int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	UIW_API_LOCK();
+	UIW_API_LOCK_ONE(NULL);   /* the SRQ has its own lock */
 	struct uiw_srq_v *s = (struct uiw_srq_v *)srq;
 
 	for (; wr != NULL; wr = wr->next) {

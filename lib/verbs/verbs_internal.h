@@ -57,12 +57,20 @@ static inline int uiw_api_lock(void)
 	return 1;
 }
 
+extern __thread pthread_mutex_t *uiw_api_one;  /* the one engine lock a data-path call holds */
+
 static inline void uiw_api_unlock(int *held)
 {
 	if (!*held)
 		return;
-	if (--uiw_api_depth == 0 && uiw_api_engines > 0)
-		uiw_engines_go();
+	if (--uiw_api_depth == 0) {
+		if (uiw_api_engines > 0)
+			uiw_engines_go();
+		if (uiw_api_one != NULL) {
+			pthread_mutex_unlock(uiw_api_one);
+			uiw_api_one = NULL;
+		}
+	}
 	pthread_mutex_unlock(&uiw_big_lock);
 }
 
@@ -71,6 +79,31 @@ void uiw_api_abandon(void);
 
 #define UIW_API_LOCK()                                                                       \
 	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock()
+
+/*
+ * The data path's lighter lock: the big lock and, at the outermost level, only the lock
+ * of @p lock's engine (NULL: none; a CQ or SRQ has its own). Posting to a QP stops only
+ * its engine; polling a CQ stops none, so a program that spins in ibv_poll_cq() leaves
+ * the engine threads running.
+ */
+static inline int uiw_api_lock_one(pthread_mutex_t *lock)
+{
+	if (!uiw_threaded)
+		return 0;
+	if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
+		__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&uiw_big_lock);
+		__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	}
+	if (uiw_api_depth++ == 0 && lock != NULL) {
+		pthread_mutex_lock(lock);
+		uiw_api_one = lock;
+	}
+	return 1;
+}
+
+#define UIW_API_LOCK_ONE(lock)                                                               \
+	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock_one(lock)
 
 /* One poll pass over every device, the lock held. */
 unsigned uiw_verbs_progress_locked(void);
@@ -108,7 +141,8 @@ struct uiw_eng {
 	int nap_fd;                   /* a write ends the thread's nap */
 	int napping;
 	int stop;
-	uint64_t passes, naps;
+	uint64_t last_pass_ns;        /* when its thread last ended a pass (atomic) */
+	uint64_t passes, naps, borrowed;  /* its thread's passes and naps; passes others made */
 };
 
 struct uiw_dev {
@@ -132,6 +166,12 @@ void uiw_verbs_stop_engine_threads(void);
 /* Rings @p g's doorbells and makes one pass of its engine (its lock held, or the big
  * lock when it has no thread). @return work done. */
 unsigned uiw_eng_pass(struct uiw_eng *g, uint64_t now);
+/* The lock a data-path call on a QP of engine @p g takes (NULL: its engine has no thread). */
+static inline pthread_mutex_t *uiw_eng_lock(struct uiw_eng *g)
+{
+	return g->threaded ? &g->lock : NULL;
+}
+
 /* The engine @p c runs on (its instance's engine tag): connections arriving on a listener. */
 struct uiw_eng *uiw_dev_engine_of(struct uiw_dev *d, const struct uiw_mpa_conn *c);
 

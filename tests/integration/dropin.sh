@@ -203,6 +203,9 @@ for prog in ib_send_bw ib_write_bw ib_read_bw; do
 		echo "ok: $prog -q 2: engine 1 moved $frames frames in $passes passes of its thread"
 	fi
 done
+# A ping-pong on engine 1 (perftest's connection is its second): with more spinning
+# threads than cores here, the program's polls make the passes its thread waits to make.
+perf memif ib_send_lat 8 -n 2000
 extra_cfg=""
 
 # The same over a veth pair between two namespaces (af_packet), when we may make them.

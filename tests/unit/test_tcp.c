@@ -874,6 +874,36 @@ START_TEST(active_open_then_data_and_retransmission)
 }
 END_TEST
 
+/* Passes may come with a clock read on another thread before it waited for the engine,
+ * a little behind the last: TCP's time does not go back, so the ACK of data sent "later"
+ * gives a small RTT sample, not one of 2^32 us. */
+START_TEST(clock_behind_the_last_pass_does_not_go_back)
+{
+	struct uiw_tcp_conn *c;
+	struct out syn, o;
+
+	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 80, &ops, NULL, now_ns, &c), 0);
+	uiw_port_flush(&fx_port.port);
+	sent(0, &syn);
+	inject(&(struct seg){ .sport = 80, .dport = c->lport, .seq = PEER_ISN, .ack = syn.seq + 1,
+			      .flags = UIW_TCP_SYN | UIW_TCP_ACK });
+	ck_assert_uint_eq(ev.connected, 1);
+	fake_port_clear(&fx_port);
+	advance(10 * MS);
+	ck_assert_int_eq(uiw_tcp_send(c, frame_copy("tick", 4), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	sent(0, &o);
+	ck_assert_uint_eq(o.len, 4);
+	now_ns -= 5 * MS;   /* the next pass's clock was read 5 ms before the last one's */
+	inject(&(struct seg){ .sport = 80, .dport = c->lport, .seq = PEER_ISN + 1, .ack = o.seq + 4,
+			      .flags = UIW_TCP_ACK });
+	ck_assert_uint_eq(c->snd_una, o.seq + 4);
+	ck_assert_uint_lt(c->srtt_us, 1000);
+	ck_assert_uint_le(c->rto_us, 200 * 1000);
+}
+END_TEST
+
 START_TEST(active_open_refused_by_rst)
 {
 	struct uiw_tcp_conn *c;
@@ -1486,6 +1516,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
+	tcase_add_test(tc, clock_behind_the_last_pass_does_not_go_back);
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
