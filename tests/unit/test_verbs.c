@@ -17,6 +17,7 @@
 #include "check_common.h"
 #include "pair_fixture.h"
 #include "rdmap.h"
+#include "uiw_time.h"
 #include "uiw_verbs.h"
 #include "verbs_fixture.h"
 
@@ -335,6 +336,27 @@ START_TEST(reject_with_private_data)
 }
 END_TEST
 
+/* rdma_resolve_addr() waits for the next hop's ARP answer; for an address nobody answers
+ * it ends, as Linux's rdma_cm does, with RDMA_CM_EVENT_ADDR_ERROR and -ETIMEDOUT once the
+ * caller's timeout has passed, not before. */
+START_TEST(resolve_addr_times_out_unanswered)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B + 97) };
+	struct rdma_cm_event *ev;
+	uint64_t t0;
+
+	cli.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(cli.ch, &cli.id, NULL, RDMA_PS_TCP), 0);
+	t0 = uiw_now_ns();
+	ck_assert_int_eq(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sa, 150), 0);
+	ev = verbs_expect_event(cli.ch, RDMA_CM_EVENT_ADDR_ERROR);
+	ck_assert_int_eq(ev->status, -ETIMEDOUT);
+	ck_assert_uint_ge(uiw_now_ns() - t0, 150 * UIW_NS_PER_MS);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
 /* A shared receive queue feeds the server's QP: receives are taken in posting order, and
  * posting to the QP itself is refused. */
 START_TEST(shared_receive_queue)
@@ -383,6 +405,7 @@ int main(void)
 	tcase_add_test(tc, errors_as_the_man_pages_say);
 	tcase_add_test(tc, stag_keys_not_sequential);
 	tcase_add_test(tc, reject_with_private_data);
+	tcase_add_test(tc, resolve_addr_times_out_unanswered);
 	tcase_add_test(tc, shared_receive_queue);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
