@@ -333,9 +333,7 @@ bool uiw_wait_some(int fd, bool nonblock)
 	uiw_progress_kick();   /* this thread sleeps: the stack is the progress thread's */
 	if (poll(&p, 1, 10) < 0 && errno != EINTR)
 		usleep(1000);
-	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&uiw_big_lock);
-	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	uiw_big_lock_take();
 	uiw_api_depth = depth;
 	if (depth > 0 && __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
 		uiw_engines_stop();

@@ -41,17 +41,21 @@ extern pthread_mutex_t uiw_ev_lock;
 void uiw_engines_stop(void);                   /* takes every engine's lock */
 void uiw_engines_go(void);                     /* gives back what uiw_engines_stop() took */
 
+static inline void uiw_big_lock_take(void)
+{
+	if (pthread_mutex_trylock(&uiw_big_lock) == 0)
+		return;   /* the common case: one atomic, no count */
+	/* The progress thread gives way while a program thread waits (a mutex is not fair). */
+	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&uiw_big_lock);
+	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+}
+
 static inline int uiw_api_lock(void)
 {
 	if (!uiw_threaded)
 		return 0;
-	if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
-		/* The progress thread gives way while a program thread waits (a mutex is not
-		 * fair). */
-		__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&uiw_big_lock);
-		__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-	}
+	uiw_big_lock_take();
 	if (uiw_api_depth++ == 0 && __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
 		uiw_engines_stop();
 	return 1;
@@ -90,11 +94,7 @@ static inline int uiw_api_lock_one(pthread_mutex_t *lock)
 {
 	if (!uiw_threaded)
 		return 0;
-	if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
-		__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&uiw_big_lock);
-		__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-	}
+	uiw_big_lock_take();
 	if (uiw_api_depth++ == 0 && lock != NULL) {
 		pthread_mutex_lock(lock);
 		uiw_api_one = lock;

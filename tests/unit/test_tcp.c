@@ -961,21 +961,31 @@ START_TEST(records_never_share_a_segment)
 }
 END_TEST
 
-START_TEST(fast_retransmit_on_three_duplicate_acks)
+/* A passive open, then six segments of 536 octets sent and not yet acknowledged; the port's
+ * record cleared. @return the first one's sequence number. */
+static uint32_t six_segments_in_flight(void)
 {
-	struct out syn = establish_passive(NULL, 0), o;
-	char d[536 * 6];
+	struct out syn = establish_passive(NULL, 0);
+	char d[536];
 	uint32_t una = syn.seq + 1;
 
 	memset(d, 'x', sizeof(d));
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK });
 	fake_port_clear(&fx_port);
 	for (int i = 0; i < 6; i++)
-		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, 536), 0), 0);
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), 0), 0);
 	uiw_tcp_run(T, now_ns);
 	uiw_port_flush(&fx_port.port);
 	ck_assert_uint_eq(fx_port.nsent, 6);
 	fake_port_clear(&fx_port);
+	return una;
+}
+
+START_TEST(fast_retransmit_on_three_duplicate_acks)
+{
+	uint32_t una = six_segments_in_flight();
+	struct out o;
+
 	for (int i = 0; i < 3; i++)
 		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK });
 	ck_assert_uint_ge(fx_port.nsent, 1);
@@ -990,19 +1000,10 @@ END_TEST
  * duplicate ACKs still count (RFC 5681 §3.2). */
 START_TEST(stray_sack_blocks_do_not_hide_duplicate_acks)
 {
-	struct out syn = establish_passive(NULL, 0), o;
-	char d[536 * 6];
-	uint32_t una = syn.seq + 1;
+	uint32_t una = six_segments_in_flight();
 	uint8_t opt[12] = { 1, 1, 5, 10 };
+	struct out o;
 
-	memset(d, 'x', sizeof(d));
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK });
-	fake_port_clear(&fx_port);
-	for (int i = 0; i < 6; i++)
-		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, 536), 0), 0);
-	uiw_tcp_run(T, now_ns);
-	uiw_port_flush(&fx_port.port);
-	fake_port_clear(&fx_port);
 	put32(opt + 4, una + 536);
 	put32(opt + 8, una + 2 * 536);
 	for (int i = 0; i < 3; i++)
