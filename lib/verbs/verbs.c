@@ -2,9 +2,9 @@
 /* ibv_*: devices, contexts, PDs, MRs, CQs and completion channels, RC QPs, and the data
  * path that verbs.h's inline functions reach through context->ops. */
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,15 +192,16 @@ unsigned uiw_verbs_progress_locked(void)
 #define ENG_NAP_MIN_US 20
 #define ENG_NAP_MAX_US 1000
 
-/* Naps up to @p us (at least 1 ms: poll's unit), or until a wake. @return true if woken. */
+/* Naps up to @p us, or until a wake. @return true if woken. */
 static bool eng_nap(struct uiw_eng *g, unsigned us)
 {
 	struct pollfd p = { .fd = g->nap_fd, .events = POLLIN };
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 	uint64_t v;
 	bool woken;
 
 	__atomic_store_n(&g->napping, 1, __ATOMIC_SEQ_CST);
-	woken = poll(&p, 1, us >= 1000 ? (int)(us / 1000) : 1) > 0;
+	woken = ppoll(&p, 1, &ts, NULL) > 0;
 	if (woken && read(g->nap_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		UIW_DEBUG("engine %u nap: %s", g->idx, strerror(errno));
 	__atomic_store_n(&g->napping, 0, __ATOMIC_RELEASE);
