@@ -488,6 +488,8 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 	m->ol_flags &= ~c->tcp->record_flag;
 	if ((flags & UIW_TCP_SEND_RECORD) && q->bytes > 0)
 		m->ol_flags |= c->tcp->record_flag;
+	if (flags & UIW_TCP_SEND_RECORD)
+		c->records = true;
 	q->bytes += m->pkt_len;
 	if (q->tail == NULL)
 		q->head = m;

@@ -153,6 +153,9 @@ struct uiw_tcp_conn {
 	uint32_t sack_recent[TCP_SACK_BLOCKS];
 	uint8_t nsack_recent;
 	bool dsack_pending;                /* the next ACK reports dsack first (RFC 2883) */
+	bool records;                      /* data was queued as records (MPA's FPDUs) */
+	bool sack_owed;                    /* a record went without the SACK blocks: a pure ACK
+	                                    * carries them at the end of the pass */
 	bool syn_held;                     /* our SYN (or SYN-ACK) waits for room in the port */
 	uint32_t dsack[2];                 /* a duplicate segment received, [left, right) */
 	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
@@ -245,7 +248,8 @@ static inline void tcp_count(struct uiw_tcp *t, enum uiw_tcp_counter c)
 int uiw_tcp_opts_parse(const uint8_t *p, unsigned len, bool syn, struct tcp_opts *o);
 unsigned uiw_tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint32_t tsval,
 			    uint8_t *p);
-unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p);
+/* The options of a segment after the SYN: timestamps, and SACK blocks if @p sack. */
+unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p, bool sack);
 
 /* tcp_conn.c */
 struct uiw_tcp_conn *uiw_tcp_lookup(struct uiw_tcp *t, uint32_t laddr, uint16_t lport,

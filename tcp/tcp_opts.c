@@ -149,7 +149,7 @@ unsigned uiw_tcp_opts_build_syn(const struct uiw_tcp_conn *c, bool synack, uint3
 
 /* Options of a synchronized-state segment: timestamps, then SACK blocks for what the
  * reassembly queue holds. @return the bytes written (a multiple of 4, at most 40). */
-unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p)
+unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_t *p, bool sack)
 {
 	uint32_t blocks[TCP_SACK_BLOCKS][2];
 	unsigned n = 0, nb;
@@ -159,7 +159,7 @@ unsigned uiw_tcp_opts_build(const struct uiw_tcp_conn *c, uint32_t tsval, uint8_
 		p[n++] = UIW_TCPOPT_NOP;
 		n += put_ts(p + n, tsval, c->ts_recent);
 	}
-	if ((c->flags & TF_SACK_OK) && (c->nooo > 0 || c->dsack_pending)) {
+	if (sack && (c->flags & TF_SACK_OK) && (c->nooo > 0 || c->dsack_pending)) {
 		unsigned max = (c->flags & TF_TS_OK) ? 3 : 4, first = 0;
 
 		if (c->dsack_pending) {   /* RFC 2883 §4: the D-SACK block goes first */

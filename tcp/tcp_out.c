@@ -392,6 +392,34 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 }
 
 /*
+ * The options of a segment of @p len octets from @p seq, into @p opts. @return their length.
+ * RFC 5044 §8.1.2: an FPDU is not split across segments. The MPA layer sizes FPDUs by the
+ * MSS less the options every segment carries; SACK blocks (RFC 2018, a D-SACK too) come and
+ * go, and with them a full-sized FPDU no longer fit: it went out in two segments. Such a
+ * record goes without the blocks (*@p sack_left), and a pure ACK that carries them follows
+ * at the end of the pass (RFC 2018 §4 asks for them in ACKs as a SHOULD). The record at the
+ * head of the queue carries no mark (marks separate records).
+ */
+static unsigned segment_opts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
+			     uint32_t tsval, uint16_t tso_segsz, uint8_t *opts, bool *sack_left)
+{
+	uint32_t max;
+	unsigned optlen, bare;
+
+	*sack_left = false;
+	if (flags & UIW_TCP_SYN)
+		return uiw_tcp_opts_build_syn(c, flags & UIW_TCP_ACK, tsval, opts);
+	optlen = uiw_tcp_opts_build(c, tsval, opts, true);
+	max = c->tcp->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN - optlen;
+	if (len <= max || tso_segsz != 0 || !c->records ||
+	    (seq != c->snd_una && sndq_record_len(c, seq, len) <= max))
+		return optlen;
+	bare = uiw_tcp_opts_build(c, tsval, opts, false);
+	*sack_left = bare < optlen;
+	return bare;
+}
+
+/*
  * Sends one segment from @p seq: SYN and FIN as @p flags say, up to @p len payload bytes
  * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
  * SYN-SENT carries an ACK. @return payload bytes sent, or a negative errno.
@@ -412,6 +440,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	unsigned optlen, hlen;
 	uint32_t max, n = 0;
 	struct uiw_tcp_hdr *th;
+	bool sack_left;
 	uint16_t win;
 	int rc;
 
@@ -438,13 +467,11 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	}
 	if (c->state != UIW_TCP_SYN_SENT)
 		flags |= UIW_TCP_ACK;
-	optlen = (flags & UIW_TCP_SYN)
-		 ? uiw_tcp_opts_build_syn(c, flags & UIW_TCP_ACK, tsval, opts)
-		 : uiw_tcp_opts_build(c, tsval, opts);
+	optlen = segment_opts(c, seq, len, flags, tsval, tso_segsz, opts, &sack_left);
+	max = t->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN - optlen;
 	hlen = UIW_TCP_HDR_LEN + optlen;
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, (uint16_t)hlen);
 	memcpy(th + 1, opts, optlen);
-	max = t->port->mtu - UIW_IPV4_HDR_LEN - hlen;
 	if (tso_segsz != 0) {
 		/* One frame of many segments (tso_plan()): all of it by reference, or none. */
 		n = sndq_take(c, seq, len, m, true, t->port->tso_segs, true);
@@ -480,7 +507,9 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n);
 	if (flags & UIW_TCP_ACK) {
 		c->last_ack_sent = c->rcv_nxt;
-		c->dsack_pending = false;   /* reported once (in the options just built) */
+		if (!sack_left)
+			c->dsack_pending = false;   /* reported once (in the options just built) */
+		c->sack_owed = sack_left;
 		c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
 		c->t_delack = 0;
 		c->unacked_segs = 0;
@@ -722,6 +751,6 @@ void uiw_tcp_output(struct uiw_tcp_conn *c)
 			uiw_tcp_timer_arm(c);
 		}
 	}
-	if ((c->flags & TF_ACK_NOW) && !sent && c->state != UIW_TCP_SYN_SENT)
+	if (((c->flags & TF_ACK_NOW) && !sent && c->state != UIW_TCP_SYN_SENT) || c->sack_owed)
 		uiw_tcp_send_ack(c);
 }

@@ -961,6 +961,40 @@ START_TEST(records_never_share_a_segment)
 }
 END_TEST
 
+/* RFC 5044 §8.1.2: an FPDU is never split. A record as long as the MSS allows would not
+ * fit beside SACK blocks: it goes whole without them, and a pure ACK carries the blocks
+ * right after. */
+START_TEST(full_record_goes_whole_without_sack_blocks)
+{
+	uint8_t opts[] = { 2, 4, 0x05, 0xb4, 4, 2, 1, 1 };   /* MSS 1460, SACK permitted */
+	struct out syn = establish_passive(opts, sizeof(opts)), o;
+	uint8_t d[1460];
+	const uint8_t *p;
+
+	memset(d, 'r', sizeof(d));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	/* A hole in what the peer sent: every ACK now has a SACK block to give. */
+	inject(&(struct seg){ .seq = PEER_ISN + 101, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .win = 65535, .data = d, .len = 100 });
+	fake_port_clear(&fx_port);
+	ck_assert_uint_eq(ev.accepted->mss, 1460);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), UIW_TCP_SEND_RECORD), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	sent(0, &o);
+	ck_assert_uint_eq(o.len, 1460);
+	ck_assert_ptr_null(opt(&o, 5));
+	sent(1, &o);
+	ck_assert_uint_eq(o.len, 0);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	p = opt(&o, 5);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(get32(p + 2), PEER_ISN + 101);
+	ck_assert_uint_eq(get32(p + 6), PEER_ISN + 201);
+}
+END_TEST
+
 /* A passive open, then six segments of 536 octets sent and not yet acknowledged; the port's
  * record cleared. @return the first one's sequence number. */
 static uint32_t six_segments_in_flight(void)
@@ -1520,6 +1554,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, clock_behind_the_last_pass_does_not_go_back);
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
+	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
 	tcase_add_test(tc, stray_sack_blocks_do_not_hide_duplicate_acks);
