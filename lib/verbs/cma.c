@@ -134,13 +134,6 @@ static void queue_event(struct uiw_cm_id *c, enum rdma_cm_event_type type, int s
 	queue_event_full(c, type, status, pd, pd_len, listen, 0, 0);
 }
 
-/* A connect request, with the peer's ORD and IRD as our responder resources and depth. */
-static void queue_event_rd(struct uiw_cm_id *c, enum rdma_cm_event_type type, const uint8_t *pd,
-			   uint16_t pd_len, struct uiw_cm_id *listen, uint8_t rr, uint8_t depth)
-{
-	queue_event_full(c, type, 0, pd, pd_len, listen, rr, depth);
-}
-
 static struct uiw_qp *core_of(struct uiw_cm_id *c)
 {
 	return c->id.qp != NULL ? uiw_verbs_qp_core(c->id.qp) : NULL;
@@ -232,8 +225,8 @@ static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mp
 	set_addr(&c->id.route.addr.src_addr, la, lp);
 	set_addr(&c->id.route.addr.dst_addr, ra, rp);
 	/* iWARP: the peer's ORD is what our IRD must cover, and the other way round. */
-	queue_event_rd(c, RDMA_CM_EVENT_CONNECT_REQUEST, q->pd, q->pd_len, l,
-		       (uint8_t)(q->ord > 255 ? 255 : q->ord), (uint8_t)(q->ird > 255 ? 255 : q->ird));
+	queue_event_full(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, q->pd, q->pd_len, l,
+			 (uint8_t)(q->ord > 255 ? 255 : q->ord), (uint8_t)(q->ird > 255 ? 255 : q->ird));
 	uiw_mpa_set_user(conn, &cm_ops, c);
 }
 
