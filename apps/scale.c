@@ -707,9 +707,19 @@ int main(int argc, char **argv)
 		side_resources(&srv, listen_id->verbs, o.qps, 1u << 20);
 	}
 	if (o.m.listen_port) {
+		bool told = false;
+
 		printf("uiwarp-scale: listening on port %u for up to %u QPs\n", port, o.qps);
-		for (;;)
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		for (;;) {
 			progress();
+			/* Once all are up: how the engines share them (a log for the test). */
+			if (!told && srv.up == o.qps) {
+				told = true;
+				if (!print_engines("the server", stack_a))
+					fprintf(stderr, "uiwarp-scale: an engine holds no connection\n");
+			}
+		}
 	}
 
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port),

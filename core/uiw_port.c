@@ -327,14 +327,16 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 		conf.rxmode.max_lro_pkt_size = info->max_lro_pkt_size;
 	}
 	/* One RX/TX queue pair per engine (docs/ENGINES.md). A connection's frames must come
-	 * in on the queue its engine sends on: memif and ring pairs carry queue q to the
-	 * peer's queue q. A NIC would spread them by its RSS hash instead, which the
-	 * engines do not steer by yet. */
+	 * in on the queue its engine sends on: memif, ring pairs and vhost-user/virtio-user
+	 * carry queue q to the peer's queue q. A NIC would spread them by its RSS hash
+	 * instead, which the engines do not steer by yet. */
 	port->nqueues = (uint16_t)cfg->engines;
 	if (port->nqueues > 1 && strcmp(info->driver_name, "net_memif") != 0 &&
-	    strcmp(info->driver_name, "net_ring") != 0) {
+	    strcmp(info->driver_name, "net_ring") != 0 && strcmp(info->driver_name, "net_vhost") != 0 &&
+	    strcmp(info->driver_name, "net_virtio_user") != 0) {
 		UIW_ERR("port %s: key 'engines' is %u, but %s does not carry queue q to the "
-			"peer's queue q: more than one engine runs on memif or a ring pair only "
+			"peer's queue q: more than one engine runs on memif, a ring pair or "
+			"vhost-user/virtio-user only "
 			"(docs/ENGINES.md)", port->name, cfg->engines, info->driver_name);
 		return -1;
 	}
