@@ -290,6 +290,13 @@ int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 	return 0;
 }
 
+/* PMDs that carry the frames sent on queue q to the peer's queue q. */
+static bool port_pairs_queues(const char *driver)
+{
+	return strcmp(driver, "net_memif") == 0 || strcmp(driver, "net_ring") == 0 ||
+	       strcmp(driver, "net_vhost") == 0 || strcmp(driver, "net_virtio_user") == 0;
+}
+
 static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *info,
 			const struct uiw_config *cfg)
 {
@@ -326,20 +333,21 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 					(info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER);
 		conf.rxmode.max_lro_pkt_size = info->max_lro_pkt_size;
 	}
-	/* One RX/TX queue pair per engine (docs/ENGINES.md). A connection's frames must come
-	 * in on the queue its engine sends on: memif, ring pairs and vhost-user/virtio-user
-	 * carry queue q to the peer's queue q. A NIC would spread them by its RSS hash
-	 * instead, which the engines do not steer by yet. */
+	/* One RX/TX queue pair per engine (docs/ENGINES.md). memif, ring pairs and
+	 * vhost-user/virtio-user carry queue q to the peer's queue q, so a connection's
+	 * frames come in on its engine's queue. Other PMDs spread frames by a hash of their
+	 * own (a NIC's RSS, spread over the queues where it has it); a segment that comes in
+	 * on another engine's queue is handed to the engine that owns it. */
 	port->nqueues = (uint16_t)cfg->engines;
-	if (port->nqueues > 1 && strcmp(info->driver_name, "net_memif") != 0 &&
-	    strcmp(info->driver_name, "net_ring") != 0 && strcmp(info->driver_name, "net_vhost") != 0 &&
-	    strcmp(info->driver_name, "net_virtio_user") != 0) {
-		UIW_ERR("port %s: key 'engines' is %u, but %s does not carry queue q to the "
-			"peer's queue q: more than one engine runs on memif, a ring pair or "
-			"vhost-user/virtio-user only "
-			"(docs/ENGINES.md)", port->name, cfg->engines, info->driver_name);
-		return -1;
+	if (port->nqueues > 1 && (info->flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_TCP)) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = info->flow_type_rss_offloads &
+						   (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP);
 	}
+	if (port->nqueues > 1 && !port_pairs_queues(info->driver_name))
+		UIW_INFO("port %s: %u engines on %s, which picks a frame's queue itself: "
+			 "segments that come in on another engine's queue are handed to it "
+			 "(counter net.hand_out)", port->name, cfg->engines, info->driver_name);
 	if (info->max_rx_queues < port->nqueues || info->max_tx_queues < port->nqueues) {
 		UIW_ERR("port %s: key 'engines' is %u, but %s has at most %u RX and %u TX queues",
 			port->name, cfg->engines, info->driver_name, info->max_rx_queues,

@@ -293,12 +293,18 @@ void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 	uint32_t spa;
 	int verdict;
 
-	net->counters[UIW_NET_C_arp_rx]++;
+	/* A copy another engine received (uiw_net_set_engines()): learnt from, not answered,
+	 * and counted once, where it came in. */
+	net->counters[net->handed ? UIW_NET_C_arp_shared : UIW_NET_C_arp_rx]++;
 	verdict = arp_validate(net, m);
 	if (verdict != UIW_NET_ACCEPT) {
 		uiw_net_drop(net, m, (enum uiw_net_counter)verdict);
 		return;
 	}
+	/* With engines, the answer to one's request may come in on another's queue: each
+	 * learns from every valid ARP packet. */
+	if (!net->handed && net->nengines > 1)
+		uiw_net_share(net, m);
 	a = rte_pktmbuf_mtod_offset(m, const struct uiw_arp_hdr *, UIW_ETH_HDR_LEN);
 	spa = uiw_arp_spa(a);
 	/* RFC 826: merge the sender into an existing entry, whoever the target is. */
@@ -308,7 +314,10 @@ void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 			arp_confirm(net, e, a->sha, now);
 	}
 	if (uiw_arp_tpa(a) != net->ip) {
-		uiw_net_drop(net, m, UIW_NET_C_arp_not_for_us);
+		if (net->handed)
+			rte_pktmbuf_free(m);
+		else
+			uiw_net_drop(net, m, UIW_NET_C_arp_not_for_us);
 		return;
 	}
 	/* Addressed to us: learn the sender if it is new (it is about to talk to us), while
@@ -319,6 +328,10 @@ void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 			arp_confirm(net, arp_insert(net, spa), a->sha, now);
 		else
 			net->counters[UIW_NET_C_arp_not_learnt]++;
+	}
+	if (net->handed) {
+		rte_pktmbuf_free(m);
+		return;
 	}
 	if (uiw_arp_op(a) == UIW_ARP_OP_REQUEST) {
 		arp_answer(net, m);

@@ -30,11 +30,78 @@ void uiw_net_init(struct uiw_net *net, struct uiw_port *port, const struct uiw_c
 
 void uiw_net_fini(struct uiw_net *net)
 {
+	if (net->inbox != NULL) {
+		struct rte_mbuf *m;
+
+		while (rte_ring_sc_dequeue(net->inbox, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(net->inbox);
+		net->inbox = NULL;
+	}
 	for (unsigned i = 0; i < net->nhold; i++)
 		rte_pktmbuf_free(net->hold[i].m);
 	net->nhold = 0;
 	for (unsigned i = 0; i < UIW_ARP_SLOTS; i++)
 		net->arp[i].nheld = 0;
+}
+
+/* Frames one engine may hold for another: a burst or two of a busy queue. */
+#define UIW_NET_INBOX 2048
+
+int uiw_net_set_engines(struct uiw_net **nets, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		char name[RTE_RING_NAMESIZE];
+
+		/* Ring names are unique in a process: the lower half's address is. */
+		snprintf(name, sizeof(name), "uiw_h%p", (void *)nets[i]);
+		nets[i]->inbox = rte_ring_create(name, UIW_NET_INBOX, SOCKET_ID_ANY, RING_F_SC_DEQ);
+		if (nets[i]->inbox == NULL)
+			return -ENOMEM;
+		nets[i]->engine = i;
+		nets[i]->nengines = n;
+		for (unsigned k = 0; k < n; k++)
+			nets[i]->engines[k] = nets[k];
+	}
+	return 0;
+}
+
+void uiw_net_set_wake(struct uiw_net *net, void (*wake)(void *arg), void *arg)
+{
+	net->wake = wake;
+	net->wake_arg = arg;
+}
+
+static bool hand_to(struct uiw_net *net, struct uiw_net *to, struct rte_mbuf *m)
+{
+	if (rte_ring_mp_enqueue(to->inbox, m) != 0) {
+		uiw_net_drop(net, m, UIW_NET_C_hand_drop_full);
+		return false;
+	}
+	if (to->wake != NULL)
+		to->wake(to->wake_arg);
+	return true;
+}
+
+bool uiw_net_hand(struct uiw_net *net, unsigned owner, struct rte_mbuf *m)
+{
+	if (!hand_to(net, net->engines[owner], m))
+		return false;
+	net->counters[UIW_NET_C_hand_out]++;
+	return true;
+}
+
+void uiw_net_share(struct uiw_net *net, const struct rte_mbuf *m)
+{
+	for (unsigned i = 0; i < net->nengines; i++) {
+		struct rte_mbuf *c;
+
+		if (i == net->engine)
+			continue;
+		c = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+		if (c != NULL)
+			hand_to(net, net->engines[i], c);
+	}
 }
 
 void uiw_net_start(struct uiw_net *net, uint64_t now)
@@ -95,12 +162,41 @@ void uiw_net_timer(struct uiw_net *net, uint64_t now)
 	uiw_arp_timer(net, now);
 }
 
+unsigned uiw_net_take_handed(struct uiw_net *net, uint64_t now)
+{
+	struct rte_mbuf *pkts[64];
+	unsigned n;
+
+	if (net->inbox == NULL || rte_ring_empty(net->inbox))
+		return 0;
+	n = rte_ring_sc_dequeue_burst(net->inbox, (void **)pkts, RTE_DIM(pkts), NULL);
+	net->handed = true;
+	for (unsigned i = 0; i < n; i++) {
+		const struct uiw_eth_hdr *eh = rte_pktmbuf_mtod(pkts[i], const struct uiw_eth_hdr *);
+
+		/* Checked where they came in: ARP copies, and TCP segments whose IPv4 header
+		 * was, so they go straight to the handler. */
+		if (uiw_eth_type(eh) == UIW_ETHERTYPE_ARP) {
+			uiw_arp_input(net, pkts[i], now);
+		} else {
+			const struct uiw_ipv4_hdr *ih = rte_pktmbuf_mtod_offset(
+				pkts[i], const struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);
+
+			net->counters[UIW_NET_C_hand_in]++;
+			net->tcp_input(net->tcp_ctx, pkts[i], uiw_ipv4_hdr_len(ih), now);
+		}
+	}
+	net->handed = false;
+	return n;
+}
+
 unsigned uiw_net_poll(struct uiw_net *net, uint64_t now)
 {
 	struct rte_mbuf *pkts[UIW_NET_MAX_BURST];
 	uint16_t n = uiw_port_rx(net->port, pkts, (uint16_t)net->rx_burst);
 
 	uiw_net_input(net, pkts, n, now);
+	n += uiw_net_take_handed(net, now);
 	uiw_net_timer(net, now);
 	uiw_port_flush(net->port);
 	return n;

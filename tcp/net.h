@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "uiw_config.h"
 #include "uiw_counters.h"
@@ -62,7 +63,11 @@
 	X(icmp_drop_type, "ICMP types not handled")                                        \
 	X(icmp_echo_answered, "ICMP echo requests answered")                               \
 	X(icmp_echo_reply_rx, "ICMP echo replies received")                                \
-	X(icmp_echo_tx, "ICMP echo requests sent")
+	X(icmp_echo_tx, "ICMP echo requests sent")                                         \
+	X(hand_out, "TCP segments handed to the engine that owns them (they came in on another's queue)") \
+	X(hand_in, "TCP segments another engine handed to this one")                       \
+	X(hand_drop_full, "frames dropped: the owning engine's hand-off ring was full")    \
+	X(arp_shared, "ARP packets another engine received, learnt from here too")
 
 #define UIW_NET_C_(name, help) UIW_NET_C_##name,
 enum uiw_net_counter { UIW_NET_COUNTERS(UIW_NET_C_) UIW_NET_C__COUNT };
@@ -130,6 +135,14 @@ struct uiw_net {
 	void *cb_arg;
 	uiw_net_l4_fn tcp_input;   /* set by the TCP engine */
 	void *tcp_ctx;
+	/* Engines of one instance (uiw_net_set_engines()): frames that came in on this
+	 * engine's queue but belong to another's connections are handed to it. */
+	unsigned engine, nengines;
+	bool handed;               /* the frame being processed was handed in */
+	struct rte_ring *inbox;    /* frames handed to this engine (multi-producer) */
+	struct uiw_net *engines[UIW_MAX_ENGINES];
+	void (*wake)(void *arg);   /* ends the nap of the thread that polls this engine */
+	void *wake_arg;
 	uint64_t counters[UIW_NET_C__COUNT];
 	struct uiw_arp_entry arp[UIW_ARP_SLOTS];
 	/* Packets waiting for ARP, oldest first, for any neighbour (a burst of connections
@@ -140,6 +153,27 @@ struct uiw_net {
 
 /** Sets up the instance on @p port with the addresses and ARP settings of @p cfg. */
 void uiw_net_init(struct uiw_net *net, struct uiw_port *port, const struct uiw_config *cfg);
+
+/**
+ * Makes the @p n lower halves @p nets the engines of one instance, each with a ring for
+ * frames the others hand to it: a TCP segment that came in on the wrong engine's queue
+ * (a PMD that spreads frames by its own hash) goes to the engine that owns its
+ * connection, and every ARP packet is learnt from by every engine.
+ * @return 0, or -ENOMEM.
+ */
+int uiw_net_set_engines(struct uiw_net **nets, unsigned n);
+
+/** Sets what ends the nap of the thread polling @p net, after a frame is handed to it. */
+void uiw_net_set_wake(struct uiw_net *net, void (*wake)(void *arg), void *arg);
+
+/**
+ * Hands @p m (the whole frame, headers checked) to engine @p owner (consumed).
+ * @return true when queued there; false when its ring was full (freed, counted).
+ */
+bool uiw_net_hand(struct uiw_net *net, unsigned owner, struct rte_mbuf *m);
+
+/** Processes the frames other engines handed to @p net. @return frames processed. */
+unsigned uiw_net_take_handed(struct uiw_net *net, uint64_t now);
 
 /** Frees every held packet. The port is not closed. */
 void uiw_net_fini(struct uiw_net *net);

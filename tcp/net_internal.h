@@ -59,6 +59,8 @@ static inline bool uiw_net_is_bcast(const struct uiw_net *net, uint32_t ip)
 
 
 void uiw_arp_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now);
+/* Hands a copy of @p m (borrowed) to every other engine. */
+void uiw_net_share(struct uiw_net *net, const struct rte_mbuf *m);
 void uiw_arp_timer(struct uiw_net *net, uint64_t now);
 /** Sends a frame whose Ethernet header still lacks its destination to @p nexthop. */
 int uiw_arp_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t nexthop, uint64_t now);

@@ -235,9 +235,11 @@ unsigned uiw_tcp_dump_sending(const struct uiw_tcp *t, FILE *out, unsigned max);
 const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);
 
 /**
- * Makes @p t engine @p engine of @p nengines sharing one port and its pool: active opens
- * take only ephemeral ports p with p % nengines == engine (no two engines open the same
- * 4-tuple), and its send queues may hold 1/nengines of what one engine alone may.
+ * Makes @p t engine @p engine of @p nengines sharing one port and its pool. A hash of the
+ * 4-tuple names the engine that owns a connection: active opens take only ephemeral ports
+ * that name this engine, and a segment that comes in on this engine's queue for another
+ * engine goes to it (uiw_net_hand()). Its send queues may hold 1/nengines of what one
+ * engine alone may.
  */
 void uiw_tcp_set_engine(struct uiw_tcp *t, unsigned engine, unsigned nengines);
 

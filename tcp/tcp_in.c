@@ -692,6 +692,27 @@ static void in_synchronized(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		fin_stage(c);
 }
 
+/* Hands @p m to the engine that owns its connection if that is not @p t's. A PMD that
+ * spreads frames by a hash of its own (af_packet's fanout, a NIC's RSS, a tap device's
+ * flow table) may deliver a connection's segments on any queue. @return true if handed. */
+static bool steer(struct uiw_tcp *t, struct rte_mbuf *m, unsigned ihl)
+{
+	const struct uiw_ipv4_hdr *ih;
+	const struct uiw_tcp_hdr *th;
+	unsigned owner;
+
+	if (!uiw_net_contig(m, 0, UIW_ETH_HDR_LEN + ihl + 4))
+		return false;   /* tcp_parse() drops it here */
+	ih = rte_pktmbuf_mtod_offset(m, const struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);
+	th = rte_pktmbuf_mtod_offset(m, const struct uiw_tcp_hdr *, UIW_ETH_HDR_LEN + ihl);
+	owner = tcp_engine_of(uiw_ipv4_dst(ih), uiw_tcp_dport(th), uiw_ipv4_src(ih),
+			      uiw_tcp_sport(th), t->port_stride);
+	if (owner == t->port_slot)
+		return false;
+	uiw_net_hand(t->net, owner, m);
+	return true;
+}
+
 void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 {
 	struct uiw_tcp *t = ctx;
@@ -699,6 +720,9 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 	struct tcp_seg s;
 	int verdict;
 
+	/* A segment on another engine's connection (or for one it would open) goes there. */
+	if (t->port_stride > 1 && !t->net->handed && steer(t, m, ihl))
+		return;
 	now = tcp_clock(t, now);
 	tcp_count(t, UIW_TCP_C_rx_segs);
 	verdict = tcp_parse(m, ihl, &s);   /* fills every field of s when it accepts */

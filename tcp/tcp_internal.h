@@ -210,7 +210,7 @@ struct uiw_tcp {
 	uint64_t port_key[2];              /* RFC 6056 §3.3.3 secret */
 	uint64_t cookie_key[2];            /* SYN cookie secret (tcp_syncookie.c) */
 	uint32_t next_ephemeral;           /* RFC 6056 §3.3.3 counter */
-	uint16_t port_slot, port_stride;   /* ephemeral ports p with p % stride == slot */
+	uint16_t port_slot, port_stride;   /* engine slot of stride (tcp_engine_of()) */
 	uint64_t challenge_window;         /* RFC 5961 §7 rate limit, 1 s windows */
 	unsigned challenge_count;
 	unsigned challenge_limit;          /* this window's limit, drawn at random */
@@ -237,6 +237,19 @@ struct uiw_tcp {
 static inline uint16_t tcp_our_mss(const struct uiw_tcp *t)
 {
 	return (uint16_t)(t->port->mtu - UIW_IPV4_HDR_LEN - UIW_TCP_HDR_LEN);
+}
+
+/*
+ * The engine of @p n that owns a connection: a hash of its 4-tuple that both ends
+ * compute alike (it does not change when the ends swap). An active open takes a local
+ * port that gives its own engine; a peer with as many engines on a queue-to-queue PMD
+ * (memif) then holds the connection on the same engine, and no segment is handed over.
+ */
+static inline unsigned tcp_engine_of(uint32_t a1, uint16_t p1, uint32_t a2, uint16_t p2, unsigned n)
+{
+	uint32_t h = (a1 ^ a2 ^ (uint32_t)(p1 ^ p2) ^ ((uint32_t)(p1 ^ p2) << 16)) * 0x9e3779b1u;
+
+	return (unsigned)(((uint64_t)h * n) >> 32);
 }
 
 static inline void tcp_count(struct uiw_tcp *t, enum uiw_tcp_counter c)

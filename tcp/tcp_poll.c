@@ -39,6 +39,7 @@ unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
 
 	now = tcp_clock(t, now);
 	uiw_net_input(t->net, pkts, n, now);
+	n += uiw_net_take_handed(t->net, now);
 	uiw_net_timer(t->net, now);
 	uiw_tcp_run(t, now);
 	uiw_port_flush(t->port);

@@ -78,6 +78,16 @@ static int open_engines(struct uiw_stack *s, const struct uiw_stack_opts *o, cha
 		if (rc != 0)
 			return rc;
 	}
+	if (s->nengines > 1) {
+		struct uiw_net *nets[UIW_MAX_ENGINES];
+
+		for (unsigned i = 0; i < s->nengines; i++)
+			nets[i] = &uiw_stack_engine(s, i)->net;
+		if (uiw_net_set_engines(nets, s->nengines) != 0) {
+			snprintf(err, errlen, "key 'engines': cannot make the engines' hand-off rings");
+			return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -276,5 +286,8 @@ void uiw_stack_print_counters(FILE *f, struct uiw_stack *s)
 			fprintf(f, "engine%u.conn_active %lu\nengine%u.conn_passive %lu\n", i,
 				(unsigned long)t[UIW_TCP_C_conn_active], i,
 				(unsigned long)t[UIW_TCP_C_conn_passive]);
+		fprintf(f, "engine%u.hand_out %lu\nengine%u.hand_in %lu\n", i,
+			(unsigned long)e->net.counters[UIW_NET_C_hand_out], i,
+			(unsigned long)e->net.counters[UIW_NET_C_hand_in]);
 	}
 }

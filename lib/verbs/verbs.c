@@ -28,12 +28,18 @@ __thread pthread_mutex_t *uiw_api_one;
 unsigned uiw_engine_threads;
 pthread_mutex_t uiw_ev_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static void eng_wake_cb(void *arg);
+
 /* The engines with threads, in the order their locks are taken. */
 static struct uiw_eng *threaded[UIW_VERBS_MAX_DEVICES * UIW_MAX_ENGINES];
 static unsigned engines_wanted;   /* API callers taking the engines' locks */
 
 /* The static library has no instance or thread of its own (dropin.c makes them). */
 __attribute__((weak)) void uiw_progress_kick(void)
+{
+}
+
+__attribute__((weak)) void uiw_progress_wake(void)
 {
 }
 
@@ -90,6 +96,7 @@ int uiw_verbs_add_device(struct uiw_stack *s)
 		d->eng[i].d = d;
 		d->eng[i].idx = i;
 		d->eng[i].nap_fd = -1;
+		uiw_net_set_wake(&d->eng[i].e->net, eng_wake_cb, &d->eng[i]);
 	}
 	uiw_mpa_params_from_config(&d->mpa_params, &s->cfg);
 	d->next_qpn = 1;
@@ -146,9 +153,21 @@ static void eng_wake(struct uiw_eng *g)
 {
 	uint64_t one = 1;
 
-	if (g->threaded && __atomic_load_n(&g->napping, __ATOMIC_SEQ_CST) &&
+	if (__atomic_load_n(&g->threaded, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&g->napping, __ATOMIC_SEQ_CST) &&
 	    write(g->nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		UIW_DEBUG("engine %u wake: %s", g->idx, strerror(errno));
+}
+
+/* uiw_net_set_wake(): a frame was handed to the engine (another engine's queue got it). */
+static void eng_wake_cb(void *arg)
+{
+	struct uiw_eng *g = arg;
+
+	if (g->idx == 0)
+		uiw_progress_wake();   /* engine 0 is the progress thread's */
+	else
+		eng_wake(g);
 }
 
 /* An engine thread that made no pass for this long has most likely lost its core. */
@@ -258,10 +277,10 @@ int uiw_verbs_start_engine_threads(void)
 				return -errno;
 			/* Published before the thread runs: API calls from here on take its lock. */
 			threaded[uiw_engine_threads] = g;
-			g->threaded = true;
+			__atomic_store_n(&g->threaded, true, __ATOMIC_RELEASE);
 			__atomic_store_n(&uiw_engine_threads, uiw_engine_threads + 1, __ATOMIC_RELEASE);
 			if (pthread_create(&g->thread, NULL, engine_main, g) != 0) {
-				g->threaded = false;
+				__atomic_store_n(&g->threaded, false, __ATOMIC_RELEASE);
 				__atomic_store_n(&uiw_engine_threads, uiw_engine_threads - 1, __ATOMIC_RELEASE);
 				return -EAGAIN;
 			}
@@ -292,7 +311,8 @@ void uiw_verbs_stop_engine_threads(void)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		pthread_join(threaded[i]->thread, NULL);
-		threaded[i]->threaded = false;   /* the progress passes run it from now on */
+		/* The progress passes run it from now on. */
+		__atomic_store_n(&threaded[i]->threaded, false, __ATOMIC_RELEASE);
 	}
 }
 

@@ -124,6 +124,8 @@ int uiw_dropin_ensure(void);
 /* dropin.c (a weak no-op in the static library): ends the progress thread's nap, for a
  * program thread about to block while the stack needs running. */
 void uiw_progress_kick(void);
+/* dropin.c (a weak no-op in the static library): ends the progress thread's nap only. */
+void uiw_progress_wake(void);
 
 struct uiw_dev;
 struct uiw_cm_id;

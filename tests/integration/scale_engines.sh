@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
-# Two engines a side between two processes (key 'engines', docs/ENGINES.md), on each PMD
-# that carries queue q to the peer's queue q: vhost-user/virtio-user with two queue pairs,
-# and memif with two. uiwarp-scale opens 400 QPs, checks every one with a Write, a Send
-# each way and a Read (every byte compared), drives them, and disconnects them. Each side
-# must hold connections on both engines: the client's opened from each engine's share of
-# ports, the server's arriving on each queue.
+# Two engines a side between two processes (key 'engines', docs/ENGINES.md). uiwarp-scale
+# opens 400 QPs, checks every one with a Write, a Send each way and a Read (every byte
+# compared), drives them, and disconnects them. Each side must hold connections on both
+# engines (a hash of the 4-tuple names a connection's engine, at both ends alike).
+# - vhost-user/virtio-user and memif, two queue pairs each, carry queue q to the peer's
+#   queue q: every segment comes in on its engine's queue, none is handed over.
+# - af_packet on a veth pair (in a network namespace this test creates) spreads frames
+#   over its two sockets by the kernel's own flow hash: segments that come in on the
+#   other engine's queue must be handed to their engine, at both ends.
 # usage: scale_engines.sh UIWARP_SCALE
 set -u
 scale=${1:?usage: scale_engines.sh UIWARP_SCALE}
 tmp=$(mktemp -d /tmp/uiw-se.XXXXXX)
+ns="uiw-se-$$"
 spid=
 cleanup() {
 	[ -n "$spid" ] && kill -TERM "$spid" 2>/dev/null
+	ip netns del "$ns" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 common="hugepages=off; memory=512; mbufs=32767; engines=2"
 failed=0
 
-# run NAME SERVER_PORT CLIENT_PORT SOCKET
+# run NAME SERVER_PORT CLIENT_PORT SOCKET|- HANDED(yes|no) [COMMAND PREFIX...]
 run() {
-	local name=$1 sport=$2 cport=$3 sock=$4 rc
-	"$scale" --set "port=$sport; ip=10.72.0.1/24; lcores=1; $common" --listen 18517 --qps 400 \
+	local name=$1 sport=$2 cport=$3 sock=$4 handed=$5 rc
+	shift 5
+	"$@" "$scale" --set "port=$sport; ip=10.72.0.1/24; lcores=1; $common" --listen 18517 --qps 400 \
 		>"$tmp/$name-server.log" 2>&1 &
 	spid=$!
-	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	if [ "$sock" = - ]; then
+		sleep 1
+	else
+		for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	fi
 	sleep 0.2
-	timeout 120 "$scale" --set "port=$cport; ip=10.72.0.2/24; lcores=0; $common" \
+	UIWARP_STATS=1 timeout 120 "$@" "$scale" --set "port=$cport; ip=10.72.0.2/24; lcores=0; $common" \
 		--connect 10.72.0.1:18517 --qps 400 --bw-iters 2000 --rate-iters 20000 \
 		>"$tmp/$name-client.log" 2>&1
 	rc=$?
@@ -34,23 +44,38 @@ run() {
 	kill -TERM "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	spid=
-	local c s
+	local c s out in hand_ok=1
 	c=$(grep "^engines of A: connections" "$tmp/$name-client.log")
 	s=$(grep "^engines of the server: connections" "$tmp/$name-server.log")
-	if [ "$rc" -eq 0 ] && grep -q "^PASS" "$tmp/$name-client.log" &&
+	out=$(awk '$1 == "net.hand_out" { print $2 }' "$tmp/$name-client.log")
+	in=$(awk '$1 == "net.hand_in" { print $2 }' "$tmp/$name-client.log")
+	if [ "$handed" = yes ]; then
+		[ "${out:-0}" -gt 0 ] && [ "${in:-0}" -gt 0 ] || hand_ok=0
+	else
+		[ -z "$out" ] && [ -z "$in" ] || hand_ok=0
+	fi
+	if [ "$rc" -eq 0 ] && [ "$hand_ok" -eq 1 ] && grep -q "^PASS" "$tmp/$name-client.log" &&
 		grep -q "^check: 400 of 400 QPs passed" "$tmp/$name-client.log" &&
 		[[ "$c" =~ connections\ ([1-9][0-9]*)\ ([1-9][0-9]*)$ ]] &&
 		[[ "$s" =~ connections\ ([1-9][0-9]*)\ ([1-9][0-9]*)$ ]]; then
-		echo "ok: $name: 400 QPs checked; client ${c#engines of A: }; server ${s#engines of the server: }"
+		echo "ok: $name: 400 QPs checked; client ${c#engines of A: }; server ${s#engines of the server: }; client segments handed ${out:-0}"
 	else
-		echo "FAIL: $name (client rc $rc)"
+		echo "FAIL: $name (client rc $rc; client segments handed out ${out:-0}, in ${in:-0}; expected: $handed)"
 		tail -20 "$tmp/$name-server.log" "$tmp/$name-client.log"
 		failed=$((failed + 1))
 	fi
 }
 
 run vhost "net_vhost0,iface=$tmp/vp.sock,queues=2" "net_virtio_user0,path=$tmp/vp.sock,queues=2" \
-	"$tmp/vp.sock"
+	"$tmp/vp.sock" no
 run memif "net_memif0,role=server,socket=$tmp/m.sock,socket-abstract=no" \
-	"net_memif0,role=client,socket=$tmp/m.sock,socket-abstract=no" "$tmp/m.sock"
+	"net_memif0,role=client,socket=$tmp/m.sock,socket-abstract=no" "$tmp/m.sock" no
+if ip netns add "$ns" && ip -n "$ns" link add va type veth peer name vb &&
+	ip -n "$ns" link set va up && ip -n "$ns" link set vb up; then
+	run af_packet "net_af_packet0,iface=va,qpairs=2" "net_af_packet1,iface=vb,qpairs=2" - yes \
+		ip netns exec "$ns"
+else
+	echo "FAIL: af_packet: cannot make the network namespace $ns and its veth pair"
+	failed=$((failed + 1))
+fi
 exit $((failed > 0))

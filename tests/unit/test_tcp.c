@@ -673,14 +673,105 @@ END_TEST
 START_TEST(engine_opens_from_its_share_of_ports)
 {
 	struct uiw_tcp_conn *c;
+	unsigned seen[3] = { 0 };
 
 	uiw_tcp_set_engine(T, 1, 3);
 	for (unsigned i = 0; i < 64; i++) {
-		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, (uint16_t)(2000 + i % 4), &ops, NULL,
-						 now_ns, &c), 0);
+		uint16_t rport = (uint16_t)(2000 + i % 4);
+
+		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, rport, &ops, NULL, now_ns, &c), 0);
 		ck_assert_uint_ge(c->lport, 49152);
-		ck_assert_uint_eq(c->lport % 3, 1);
+		/* The tuple names engine 1, from either end. */
+		ck_assert_uint_eq(tcp_engine_of(IP_US, c->lport, IP_PEER, rport, 3), 1);
+		ck_assert_uint_eq(tcp_engine_of(IP_PEER, rport, IP_US, c->lport, 3), 1);
 	}
+	/* And the tuples of one listener's peers spread over all three engines. */
+	for (uint16_t p = 40000; p < 40300; p++)
+		seen[tcp_engine_of(IP_US, OUR_PORT, IP_PEER, p, 3)]++;
+	for (unsigned e = 0; e < 3; e++)
+		ck_assert_uint_gt(seen[e], 60);
+}
+END_TEST
+
+/* A second engine's lower half on the fixture's port, for the hand-off tests. */
+static struct uiw_net other_net;
+
+static void two_engines(void)
+{
+	struct uiw_net *nets[2] = { &fx_net, &other_net };
+	struct uiw_config cfg;
+
+	uiw_config_defaults(&cfg);
+	cfg.ip = IP_US;
+	cfg.prefix_len = 24;
+	uiw_net_init(&other_net, fx_net.port, &cfg);
+	ck_assert_int_eq(uiw_net_set_engines(nets, 2), 0);
+	uiw_tcp_set_engine(T, 0, 2);
+}
+
+/* A peer port from @p from on whose connection to OUR_PORT engine @p e of two owns. */
+static uint16_t peer_port_for(unsigned e, uint16_t from)
+{
+	for (uint16_t p = from;; p++)
+		if (tcp_engine_of(IP_US, OUR_PORT, IP_PEER, p, 2) == e)
+			return p;
+}
+
+/* With two engines, a SYN that came in on engine 0's queue for a tuple engine 1 owns goes
+ * to engine 1's ring untouched (no answer, no connection here); one engine 0 owns is
+ * answered; a segment handed in from engine 1 is taken as if it came in here. */
+START_TEST(segment_for_another_engine_is_handed)
+{
+	struct rte_mbuf *m;
+	uint8_t f[128];
+	struct out o;
+
+	two_engines();
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	inject(&(struct seg){ .sport = peer_port_for(1, PEER_PORT), .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+	ck_assert_uint_eq(rte_ring_count(other_net.inbox), 1);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_out), 1);
+	inject(&(struct seg){ .sport = peer_port_for(0, PEER_PORT), .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	fake_port_clear(&fx_port);
+	/* Engine 1 got another of engine 0's: engine 0 answers it from its ring. */
+	m = frame_copy(f, build_seg(f, &(struct seg){
+		.sport = peer_port_for(0, (uint16_t)(peer_port_for(0, PEER_PORT) + 1)),
+		.seq = PEER_ISN, .flags = UIW_TCP_SYN }));
+	ck_assert(uiw_net_hand(&other_net, 0, m));
+	ck_assert_uint_eq(uiw_net_take_handed(&fx_net, now_ns), 1);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_in), 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 2);
+	uiw_net_fini(&other_net);
+}
+END_TEST
+
+/* Every engine learns from an ARP packet any of them received; only the one that got it
+ * answers. */
+START_TEST(arp_shared_with_the_other_engines)
+{
+	uint8_t f[64];
+	size_t len;
+
+	two_engines();
+	len = build_arp(f, MAC_BCAST, 1, MAC_PEER, IP_PEER + 5, MAC_ZERO, IP_US);
+	fx_input(frame_copy(f, len), now_ns);
+	ck_assert_uint_eq(fx_port.nsent, 1);   /* engine 0's answer */
+	ck_assert_uint_eq(rte_ring_count(other_net.inbox), 1);
+	ck_assert_uint_eq(uiw_net_take_handed(&other_net, now_ns), 1);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);   /* engine 1 learnt and did not answer */
+	ck_assert_uint_eq(other_net.counters[UIW_NET_C_arp_shared], 1);
+	ck_assert_uint_eq(other_net.counters[UIW_NET_C_arp_request_answered], 0);
+	ck_assert_int_eq(uiw_net_resolve(&other_net, IP_PEER + 5, now_ns), 1);
+	uiw_net_fini(&other_net);
 }
 END_TEST
 
@@ -1538,6 +1629,8 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, challenge_acks_limited_per_connection);
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
 	tcase_add_test(tc, engine_opens_from_its_share_of_ports);
+	tcase_add_test(tc, segment_for_another_engine_is_handed);
+	tcase_add_test(tc, arp_shared_with_the_other_engines);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);

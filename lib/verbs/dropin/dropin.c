@@ -260,6 +260,15 @@ void uiw_progress_kick(void)
 		UIW_DEBUG("progress kick: %s", strerror(errno));
 }
 
+void uiw_progress_wake(void)
+{
+	uint64_t one = 1;
+
+	if (inst.nap_fd >= 0 && __atomic_load_n(&inst.napping, __ATOMIC_SEQ_CST) &&
+	    write(inst.nap_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		UIW_DEBUG("progress wake: %s", strerror(errno));
+}
+
 /* Sleeps up to @p us, or until a kick. @return true if kicked. */
 static bool nap(unsigned us)
 {
