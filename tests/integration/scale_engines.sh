@@ -61,7 +61,7 @@ run() {
 		echo "ok: $name: 400 QPs checked; client ${c#engines of A: }; server ${s#engines of the server: }; client segments handed ${out:-0}"
 	else
 		echo "FAIL: $name (client rc $rc; client segments handed out ${out:-0}, in ${in:-0}; expected: $handed)"
-		tail -20 "$tmp/$name-server.log" "$tmp/$name-client.log"
+		tail -n 20 "$tmp/$name-server.log" "$tmp/$name-client.log"
 		failed=$((failed + 1))
 	fi
 }
