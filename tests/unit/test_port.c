@@ -114,7 +114,9 @@ START_TEST(fault_wrapper_releases_held_frames_on_time)
 	uiw_port_tx(&fp.port, frame_copy(frame, sizeof(frame)));
 	uiw_port_flush(&fp.port);
 	ck_assert_uint_eq(fp.nsent, 0);          /* held 1 ms */
-	uint64_t end = uiw_now_ns() + 5 * UIW_NS_PER_MS;
+	/* Released by polls alone; the deadline only ends a test that would hang (a loaded
+	 * host may take the core away for milliseconds). */
+	uint64_t end = uiw_now_ns() + 2 * UIW_NS_PER_S;
 
 	while (fp.nsent == 0 && uiw_now_ns() < end)
 		ck_assert_uint_eq(uiw_port_rx(&fp.port, in, 4), 0);   /* the poll, nothing sent */
