@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_bus_vdev.h>
@@ -13,6 +14,7 @@
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
 #include <rte_ring.h>
+#include <rte_thash.h>
 
 #include "uiw_fault.h"
 #include "uiw_log.h"
@@ -290,6 +292,61 @@ int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 	return 0;
 }
 
+uint32_t uiw_port_rss_hash(const uint8_t *key, uint32_t src, uint16_t sport, uint32_t dst,
+			   uint16_t dport)
+{
+	/* As struct rte_ipv4_tuple lays them out: addresses, then the ports as one word. */
+	uint32_t tuple[3] = { src, dst, (uint32_t)sport << 16 | dport };
+
+	return rte_softrss(tuple, RTE_DIM(tuple), key);
+}
+
+/* With RSS on over more than one queue pair: the key and redirection table the PMD uses,
+ * so that active opens can pick source ports whose answers come in on their own engine's
+ * queue. Left NULL when the PMD does not tell them (then segments on the wrong queue are
+ * handed over). */
+static void rss_learn(struct uiw_port *port, const struct rte_eth_dev_info *info)
+{
+	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+	struct rte_eth_rss_conf conf;
+	struct uiw_port_rss *rss;
+	uint16_t n = info->reta_size;
+
+	if (n == 0 || n > RTE_ETH_RSS_RETA_SIZE_512 || n % RTE_ETH_RETA_GROUP_SIZE != 0 ||
+	    info->hash_key_size < 16 || info->hash_key_size > sizeof(rss->key) ||
+	    (rss = calloc(1, sizeof(*rss) + n * sizeof(rss->reta[0]))) == NULL)
+		goto none;
+	memset(&conf, 0, sizeof(conf));
+	conf.rss_key = rss->key;
+	conf.rss_key_len = info->hash_key_size;
+	memset(reta, 0, sizeof(reta));
+	for (unsigned g = 0; g < n / RTE_ETH_RETA_GROUP_SIZE; g++)
+		reta[g].mask = UINT64_MAX;
+	if (rte_eth_dev_rss_hash_conf_get(port->port_id, &conf) != 0 ||
+	    !(conf.rss_hf & RTE_ETH_RSS_NONFRAG_IPV4_TCP) ||
+	    rte_eth_dev_rss_reta_query(port->port_id, reta, n) != 0) {
+		free(rss);
+		goto none;
+	}
+	rss->reta_size = n;
+	for (unsigned i = 0; i < n; i++) {
+		rss->reta[i] = reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE];
+		if (rss->reta[i] >= port->nqueues) {
+			free(rss);
+			goto none;
+		}
+	}
+	port->rss = rss;
+	UIW_INFO("port %s: RSS over %u queue pairs (key of %u octets, table of %u): active "
+		 "opens pick source ports that come back on their engine's queue", port->name,
+		 port->nqueues, info->hash_key_size, n);
+	return;
+none:
+	UIW_INFO("port %s: %s picks a frame's queue itself and does not tell how: segments "
+		 "that come in on another engine's queue are handed to it (counter "
+		 "net.hand_out)", port->name, info->driver_name);
+}
+
 /* PMDs that carry the frames sent on queue q to the peer's queue q. */
 static bool port_pairs_queues(const char *driver)
 {
@@ -344,10 +401,6 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 		conf.rx_adv_conf.rss_conf.rss_hf = info->flow_type_rss_offloads &
 						   (RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP);
 	}
-	if (port->nqueues > 1 && !port_pairs_queues(info->driver_name))
-		UIW_INFO("port %s: %u engines on %s, which picks a frame's queue itself: "
-			 "segments that come in on another engine's queue are handed to it "
-			 "(counter net.hand_out)", port->name, cfg->engines, info->driver_name);
 	if (info->max_rx_queues < port->nqueues || info->max_tx_queues < port->nqueues) {
 		UIW_ERR("port %s: key 'engines' is %u, but %s has at most %u RX and %u TX queues",
 			port->name, cfg->engines, info->driver_name, info->max_rx_queues,
@@ -488,6 +541,8 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	/* These PMDs copy each frame into their ring, socket or file inside tx_burst and free
 	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
 	 * DMA the buffers, so lent memory is copied for them). */
+	if (port->nqueues > 1 && !port_pairs_queues(info.driver_name))
+		rss_learn(port, &info);
 	port->tx_ext = strcmp(info.driver_name, "net_memif") == 0 ||
 		       strcmp(info.driver_name, "net_af_packet") == 0 ||
 		       strcmp(info.driver_name, "net_tap") == 0 ||
@@ -598,6 +653,8 @@ void uiw_port_close(struct uiw_port *port)
 	if (port->own_pool)
 		rte_mempool_free(port->pool);
 	port->pool = NULL;
+	free((void *)port->rss);
+	port->rss = NULL;
 }
 
 int uiw_port_ringpair_create(const char *name, uint16_t nqueues, uint16_t *port_a, uint16_t *port_b)

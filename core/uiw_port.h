@@ -51,6 +51,14 @@ struct uiw_port;
 /** A burst function: returns how many frames it received into, or took from, @p pkts. */
 typedef uint16_t (*uiw_burst_fn)(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n);
 
+/** A NIC's receive-side scaling as the port runs it: which queue a TCP/IPv4 segment goes
+ *  to (the Toeplitz hash of its 4-tuple under the key, indexing the redirection table). */
+struct uiw_port_rss {
+	uint8_t key[64];
+	uint16_t reta_size;
+	uint16_t reta[];              /**< queue of each hash % reta_size */
+};
+
 struct uiw_port {
 	uint16_t port_id;             /**< ethdev port, or UIW_PORT_NONE */
 	uint16_t queue;               /**< the RX/TX queue pair this handle bursts on */
@@ -66,6 +74,8 @@ struct uiw_port {
 	uint32_t tso_max;             /**< TSO: the most TCP payload one frame may carry for the
 	                               *   PMD to cut (0: no TSO) */
 	uint16_t tso_segs;            /**< TSO: the most mbufs one such frame may chain */
+	const struct uiw_port_rss *rss; /**< RSS over the queue pairs, when the PMD reports
+	                               *   its key and table (NULL: none) */
 	uiw_burst_fn rx_burst;
 	uiw_burst_fn tx_burst;
 	void *user;                   /**< for the burst functions of a test port */
@@ -79,6 +89,20 @@ struct uiw_port {
 	uint64_t counters[UIW_PORT_C__COUNT];
 	char name[64];
 };
+
+/**
+ * The Toeplitz hash a NIC computes for a TCP/IPv4 segment from @p src:@p sport to
+ * @p dst:@p dport (host order) under @p key (at least 16 octets are read).
+ */
+uint32_t uiw_port_rss_hash(const uint8_t *key, uint32_t src, uint16_t sport, uint32_t dst,
+			   uint16_t dport);
+
+/** The queue @p rss puts a TCP/IPv4 segment from @p src:@p sport to @p dst:@p dport on. */
+static inline unsigned uiw_port_rss_queue(const struct uiw_port_rss *rss, uint32_t src,
+					  uint16_t sport, uint32_t dst, uint16_t dport)
+{
+	return rss->reta[uiw_port_rss_hash(rss->key, src, sport, dst, dport) % rss->reta_size];
+}
 
 /**
  * Builds the EAL argument vector for @p cfg: core list, --no-pci unless the port is a PCI

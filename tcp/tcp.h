@@ -236,9 +236,10 @@ const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t);
 
 /**
  * Makes @p t engine @p engine of @p nengines sharing one port and its pool. A hash of the
- * 4-tuple names the engine that owns a connection: active opens take only ephemeral ports
- * that name this engine, and a segment that comes in on this engine's queue for another
- * engine goes to it (uiw_net_hand()). Its send queues may hold 1/nengines of what one
+ * 4-tuple names the engine that owns a connection (the NIC's RSS where the port knows it):
+ * active opens take only ephemeral ports that name this engine, and, without RSS, a
+ * segment that comes in on this engine's queue for another engine goes to it
+ * (uiw_net_hand()). Its send queues may hold 1/nengines of what one
  * engine alone may.
  */
 void uiw_tcp_set_engine(struct uiw_tcp *t, unsigned engine, unsigned nengines);

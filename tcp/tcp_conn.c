@@ -362,8 +362,7 @@ static uint16_t pick_port(struct uiw_tcp *t, uint32_t raddr, uint16_t rport)
 	for (uint32_t n = 0; n < range; n++) {
 		uint16_t p = (uint16_t)(TCP_EPHEMERAL_LO + (offset + t->next_ephemeral++) % range);
 
-		if (t->port_stride > 1 &&
-		    tcp_engine_of(t->net->ip, p, raddr, rport, t->port_stride) != t->port_slot)
+		if (t->port_stride > 1 && tcp_owner(t, t->net->ip, p, raddr, rport) != t->port_slot)
 			continue;   /* another engine's connection */
 		if (uiw_tcp_listener_find(t, p) == NULL && uiw_tcp_lookup(t, t->net->ip, p, raddr, rport) == NULL)
 			return p;

@@ -701,6 +701,10 @@ static bool steer(struct uiw_tcp *t, struct rte_mbuf *m, unsigned ihl)
 	const struct uiw_tcp_hdr *th;
 	unsigned owner;
 
+	/* The NIC's RSS put it on its owner's queue: owners are named by that hash. (And a
+	 * TCP engine without the lower halves of the others has nowhere to hand it.) */
+	if (t->port->rss != NULL || t->net->nengines != t->port_stride)
+		return false;
 	if (!uiw_net_contig(m, 0, UIW_ETH_HDR_LEN + ihl + 4))
 		return false;   /* tcp_parse() drops it here */
 	ih = rte_pktmbuf_mtod_offset(m, const struct uiw_ipv4_hdr *, UIW_ETH_HDR_LEN);

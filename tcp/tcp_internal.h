@@ -252,6 +252,19 @@ static inline unsigned tcp_engine_of(uint32_t a1, uint16_t p1, uint32_t a2, uint
 	return (unsigned)(((uint64_t)h * n) >> 32);
 }
 
+/*
+ * The engine that owns the connection @p laddr:@p lport - @p raddr:@p rport of @p t's
+ * instance. On a NIC whose RSS the port knows, the engine whose queue the NIC puts the
+ * peer's segments on; else tcp_engine_of().
+ */
+static inline unsigned tcp_owner(const struct uiw_tcp *t, uint32_t laddr, uint16_t lport,
+				 uint32_t raddr, uint16_t rport)
+{
+	if (t->port->rss != NULL)
+		return uiw_port_rss_queue(t->port->rss, raddr, rport, laddr, lport);
+	return tcp_engine_of(laddr, lport, raddr, rport, t->port_stride);
+}
+
 static inline void tcp_count(struct uiw_tcp *t, enum uiw_tcp_counter c)
 {
 	t->counters[c]++;

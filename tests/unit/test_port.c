@@ -125,6 +125,35 @@ START_TEST(fault_wrapper_releases_held_frames_on_time)
 }
 END_TEST
 
+/* The Toeplitz hash of TCP/IPv4 segments as NICs compute it: the verification values
+ * published with Microsoft's RSS specification (key and 4-tuples below, "IPv4 with TCP"). */
+START_TEST(rss_hash_matches_the_verification_values)
+{
+	static const uint8_t key[40] = {
+		0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+		0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+		0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+	};
+	static const struct {
+		uint32_t src;
+		uint16_t sport;
+		uint32_t dst;
+		uint16_t dport;
+		uint32_t hash;
+	} v[] = {
+		{ RTE_IPV4(66, 9, 149, 187), 2794, RTE_IPV4(161, 142, 100, 80), 1766, 0x51ccc178 },
+		{ RTE_IPV4(199, 92, 111, 2), 14230, RTE_IPV4(65, 69, 140, 83), 4739, 0xc626b0ea },
+		{ RTE_IPV4(24, 19, 198, 95), 12898, RTE_IPV4(12, 22, 207, 184), 38024, 0x5c2b394a },
+		{ RTE_IPV4(38, 27, 205, 30), 48228, RTE_IPV4(209, 142, 163, 6), 2217, 0xafc7327f },
+		{ RTE_IPV4(153, 39, 163, 191), 44251, RTE_IPV4(202, 188, 127, 2), 1303, 0x10e828a2 },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		ck_assert_uint_eq(uiw_port_rss_hash(key, v[i].src, v[i].sport, v[i].dst, v[i].dport),
+				  v[i].hash);
+}
+END_TEST
+
 START_TEST(ring_pair_carries_frames_both_ways)
 {
 	struct uiw_config cfg;
@@ -167,6 +196,7 @@ static Suite *port_suite(void)
 	TCase *tc = tcase_with_leak_check("port", NULL, teardown);
 
 	tcase_add_test(tc, refused_frames_kept_for_the_next_flush);
+	tcase_add_test(tc, rss_hash_matches_the_verification_values);
 	tcase_add_test(tc, full_queue_with_a_stuck_pmd_drops_new_frames);
 	tcase_add_test(tc, frames_over_the_mtu_dropped_not_retried);
 	tcase_add_test(tc, full_tx_buffer_flushes_itself);

@@ -753,6 +753,48 @@ START_TEST(segment_for_another_engine_is_handed)
 }
 END_TEST
 
+/* On a port whose RSS key and table are known, engine 0 of 2 opens from source ports whose
+ * answers the NIC puts on queue 0; and no segment is handed over (its queue is its
+ * engine's), whatever the tuple hash of the PMDs without RSS says. */
+START_TEST(engine_opens_by_the_nics_rss)
+{
+	static struct {
+		struct uiw_port_rss r;
+		uint16_t reta[128];
+	} rss;
+	struct uiw_tcp_conn *c;
+	struct out o;
+	uint16_t p = PEER_PORT;
+
+	for (unsigned i = 0; i < sizeof(rss.r.key); i++)
+		rss.r.key[i] = (uint8_t)(0x6d + 37 * i);
+	rss.r.reta_size = 128;
+	for (unsigned i = 0; i < 128; i++)
+		rss.reta[i] = (uint16_t)(i % 2);
+	two_engines();
+	fx_port.port.rss = &rss.r;
+	for (unsigned i = 0; i < 32; i++) {
+		uint16_t rport = (uint16_t)(2000 + i % 4);
+
+		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, rport, &ops, NULL, now_ns, &c), 0);
+		ck_assert_uint_eq(uiw_port_rss_queue(&rss.r, IP_PEER, rport, IP_US, c->lport), 0);
+	}
+	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	fake_port_clear(&fx_port);
+	for (unsigned i = 0; i < 4; i++) {
+		p = peer_port_for(1, (uint16_t)(p + 1));
+		inject(&(struct seg){ .sport = p, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+		sent(i, &o);
+		ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	}
+	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_out), 0);
+	fx_port.port.rss = NULL;
+	uiw_net_fini(&other_net);
+}
+END_TEST
+
 /* Every engine learns from an ARP packet any of them received; only the one that got it
  * answers. */
 START_TEST(arp_shared_with_the_other_engines)
@@ -1630,6 +1672,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ephemeral_ports_keyed_by_destination);
 	tcase_add_test(tc, engine_opens_from_its_share_of_ports);
 	tcase_add_test(tc, segment_for_another_engine_is_handed);
+	tcase_add_test(tc, engine_opens_by_the_nics_rss);
 	tcase_add_test(tc, arp_shared_with_the_other_engines);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
