@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
@@ -252,6 +255,89 @@ static const char *memif_args(const char *name, const char *args, const struct u
 	return buf;
 }
 
+/* The file of a memif port of @p role whose socket is a path (socket-abstract=no), into
+ * @p path. @return false for another port or an abstract socket. */
+static bool memif_socket_path(const char *name, const char *args, const char *role, char *path,
+			      size_t len)
+{
+	const char *s = strstr(args, "socket=");
+	char want[16];
+	size_t n;
+
+	snprintf(want, sizeof(want), "role=%s", role);
+	if (strncmp(name, "net_memif", 9) != 0 || strstr(args, want) == NULL ||
+	    strstr(args, "socket-abstract=no") == NULL || s == NULL)
+		return false;
+	s += strlen("socket=");
+	n = strcspn(s, ",");
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(path, s, n);
+	path[n] = '\0';
+	return true;
+}
+
+/*
+ * A memif server's socket file left by a process that ended without closing its port
+ * (a crash, or a program's exit) makes the next server fail ("Address already in use").
+ * One nobody answers on is removed; one a live server holds stays (and the port fails).
+ */
+static void memif_server_stale(const char *name, const char *args)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (!memif_socket_path(name, args, "server", sa.sun_path, sizeof(sa.sun_path)) ||
+	    access(sa.sun_path, F_OK) != 0 || (fd = socket(AF_UNIX, SOCK_SEQPACKET, 0)) < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno == ECONNREFUSED) {
+		UIW_INFO("port %s: removing %s, a socket no memif server holds", name, sa.sun_path);
+		unlink(sa.sun_path);
+	}
+	close(fd);
+}
+
+void uiw_port_forget_socket(const struct uiw_config *cfg)
+{
+	char name[RTE_DEV_NAME_MAX_LEN], path[108];
+	size_t n = strcspn(cfg->port, ",");
+
+	if (n == 0 || n >= sizeof(name) || cfg->port[n] != ',')
+		return;
+	memcpy(name, cfg->port, n);
+	name[n] = '\0';
+	if (memif_socket_path(name, cfg->port + n + 1, "server", path, sizeof(path)))
+		unlink(path);
+}
+
+/* How long a memif client waits for its server's socket to appear. */
+#define MEMIF_SERVER_WAIT_MS 10000
+
+/*
+ * A memif client whose server has not made its socket yet fails to start at once. A
+ * program on the drop-in starts its instance at its first RDMA call, which may come
+ * before its peer's (qperf's server makes its instance in the child it forks for each
+ * test): a client with a socket path waits for the file, up to MEMIF_SERVER_WAIT_MS.
+ */
+static void memif_client_wait(const char *name, const char *args)
+{
+	char path[108];
+
+	if (!memif_socket_path(name, args, "client", path, sizeof(path)))
+		return;
+	for (unsigned waited = 0; access(path, F_OK) != 0; waited += 10) {
+		if (waited == 0)
+			UIW_INFO("port %s: waiting up to %u ms for the memif server's socket %s",
+				 name, MEMIF_SERVER_WAIT_MS, path);
+		if (waited >= MEMIF_SERVER_WAIT_MS) {
+			UIW_ERR("port %s: no memif server: %s still missing after %u ms", name,
+				path, MEMIF_SERVER_WAIT_MS);
+			return;
+		}
+		rte_delay_us_sleep(10000);
+	}
+}
+
 int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 {
 	char name[RTE_DEV_NAME_MAX_LEN], more[sizeof(cfg->port) + 32];
@@ -267,6 +353,8 @@ int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 	memcpy(name, cfg->port, n);
 	name[n] = '\0';
 	args = memif_args(name, args, cfg, more, sizeof(more));
+	memif_client_wait(name, args);
+	memif_server_stale(name, args);
 	if (vdev) {
 		int rc = rte_vdev_init(name, args);
 

@@ -115,6 +115,12 @@ static inline unsigned uiw_port_rss_queue(const struct uiw_port_rss *rss, uint32
 int uiw_eal_build_args(const struct uiw_config *cfg, const char *prog, char **argv,
 		       int max_args, char *store, size_t store_len);
 
+/**
+ * Removes the socket file of @p cfg's port if it is a memif server's with a path: for a
+ * process about to exit without closing its port, so the next server finds no file.
+ */
+void uiw_port_forget_socket(const struct uiw_config *cfg);
+
 /** Starts the EAL for @p cfg. @return 0, or -1 after logging why. */
 int uiw_eal_init(const struct uiw_config *cfg, const char *prog);
 

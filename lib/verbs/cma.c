@@ -43,6 +43,11 @@ struct uiw_cm_id {
 	struct uiw_cm_id *ch_next, **ch_pprev;   /* in its channel's list */
 	uint64_t resolve_by;                      /* resolving: ADDR_ERROR after this */
 	struct uiw_cm_id *res_next, **res_pprev;  /* in the resolving list */
+	bool sync;                                /* made without a channel: its calls wait for
+						   * their event on a channel of its own */
+	bool own_cqs;                             /* rdma_create_qp() made its CQs */
+	bool port_auto;                           /* bound to port 0: one was picked */
+	struct ibv_qp_init_attr *qp_init;         /* rdma_create_ep(), passive: for requests */
 };
 
 static void cma_poll(struct uiw_eng *g, uint64_t now);
@@ -288,14 +293,19 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	free(ch);
 }
 
-int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
-		   enum rdma_port_space ps)
+static int create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		     enum rdma_port_space ps)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c;
 
-	if (ps != RDMA_PS_TCP)
-		return fail(EINVAL);   /* iWARP is reliable connected only */
+	if (ps != RDMA_PS_TCP) {
+		UIW_ERR("rdma_create_id: port space %s: iWARP connections are reliable and "
+			"connected only (RDMA_PS_TCP); UD, multicast and IB port spaces are not provided",
+			ps == RDMA_PS_UDP ? "RDMA_PS_UDP" : ps == RDMA_PS_IPOIB ? "RDMA_PS_IPOIB" :
+			ps == RDMA_PS_IB ? "RDMA_PS_IB" : "other than RDMA_PS_TCP");
+		return fail(EPROTONOSUPPORT);
+	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return fail(ENOMEM);
@@ -307,6 +317,43 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	return 0;
 }
 
+/* Without a channel the id is synchronous (librdmacm): it gets a channel of its own, and
+ * each call that would queue an event waits for it (sync_complete()). */
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		   enum rdma_port_space ps)
+{
+	struct rdma_event_channel *own = NULL;
+
+	if (channel == NULL && (own = rdma_create_event_channel()) == NULL)
+		return -1;
+	if (create_id(channel != NULL ? channel : own, id, context, ps) != 0) {
+		if (own != NULL)
+			rdma_destroy_event_channel(own);
+		return -1;
+	}
+	((struct uiw_cm_id *)*id)->sync = own != NULL;
+	return 0;
+}
+
+/* A synchronous id's call waits for its event (as librdmacm's ucma_complete()): the event
+ * stays the id's until the next one or the id's end. */
+static int sync_complete(struct rdma_cm_id *id)
+{
+	struct rdma_cm_event *ev;
+
+	if (!((struct uiw_cm_id *)id)->sync)
+		return 0;
+	if (id->event != NULL)
+		rdma_ack_cm_event(id->event);
+	if (rdma_get_cm_event(id->channel, &ev) != 0)
+		return -1;
+	id->event = ev;
+	if (ev->status == 0)
+		return 0;
+	return fail(ev->event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED
+		    : ev->status < 0 ? -ev->status : ev->status);
+}
+
 /* Stops listening on @p port on engines 0..@p n-1 of @p s. */
 static void unlisten_all(struct uiw_stack *s, uint16_t port, unsigned n)
 {
@@ -314,7 +361,22 @@ static void unlisten_all(struct uiw_stack *s, uint16_t port, unsigned n)
 		uiw_mpa_unlisten(uiw_stack_engine(s, i)->mpa, port);
 }
 
+static int destroy_id(struct rdma_cm_id *id);
+
 int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	struct rdma_event_channel *own = c->sync ? id->channel : NULL;
+
+	if (c->sync && id->event != NULL)
+		rdma_ack_cm_event(id->event);
+	destroy_id(id);
+	if (own != NULL)
+		rdma_destroy_event_channel(own);
+	return 0;
+}
+
+static int destroy_id(struct rdma_cm_id *id)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
@@ -339,6 +401,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	resolving_remove(c);
 	id_set_channel(c, NULL);
+	free(c->qp_init);
 	free(c);
 	return 0;
 }
@@ -376,6 +439,9 @@ static bool ipv4_of(const struct sockaddr *a, uint32_t *ip, uint16_t *port)
 	return false;
 }
 
+#define CM_PORT_LO 32768   /* Linux's ip_local_port_range */
+#define CM_PORT_HI 60999
+
 int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	UIW_API_LOCK();
@@ -388,6 +454,12 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	c->dev = ip == INADDR_ANY ? uiw_dev_for_dst(0) : uiw_dev_by_ip(ip);
 	if (c->dev == NULL)
 		return fail(EADDRNOTAVAIL);
+	/* Port 0: one of Linux's local range, as its rdma_cm picks (read back with
+	 * rdma_get_src_port(); rdma_listen() moves on should another listener hold it). */
+	c->port_auto = port == 0;
+	if (port == 0)
+		port = (uint16_t)(CM_PORT_LO + (uiw_now_ns() ^ (uint64_t)getpid() * 40503u) %
+					       (CM_PORT_HI - CM_PORT_LO + 1));
 	c->port = port;
 	set_addr(&id->route.addr.src_addr, c->dev->stack->net.ip, c->port);
 	id->verbs = uiw_dev_context(c->dev);
@@ -396,8 +468,8 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return 0;
 }
 
-int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
-		      int timeout_ms)
+static int resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			int timeout_ms)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
@@ -461,17 +533,45 @@ static void cma_poll(struct uiw_eng *g, uint64_t now)
 	}
 }
 
-int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+		      int timeout_ms)
+{
+	return resolve_addr(id, src, dst, timeout_ms) == 0 ? sync_complete(id) : -1;
+}
+
+static int resolve_route(struct rdma_cm_id *id)
 {
 	UIW_API_LOCK();
-	(void)timeout_ms;
 	if (((struct uiw_cm_id *)id)->dev == NULL)
 		return fail(EINVAL);
 	queue_event((struct uiw_cm_id *)id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL);
 	return 0;
 }
 
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	(void)timeout_ms;
+	return resolve_route(id) == 0 ? sync_complete(id) : -1;
+}
+
 #define CM_BACKLOG_MAX 1024
+
+/* Listens on @p c's port on every engine. @return 0 or -errno (none listens then). */
+static int listen_all(struct uiw_cm_id *c, int backlog)
+{
+	for (unsigned i = 0; i < c->dev->stack->nengines; i++) {
+		int rc = uiw_mpa_listen(uiw_stack_engine(c->dev->stack, i)->mpa, c->port,
+					backlog > 0 && backlog < CM_BACKLOG_MAX ? (unsigned)backlog
+										: CM_BACKLOG_MAX,
+					&c->dev->mpa_params, &cm_ops, c);
+
+		if (rc != 0) {
+			unlisten_all(c->dev->stack, c->port, i);
+			return rc;
+		}
+	}
+	return 0;
+}
 
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
@@ -484,17 +584,17 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	/* As Linux's rdma_cm (ucma's max_backlog): the backlog asked for, or 1024 when it is
 	 * 0, negative or larger. It bounds both the half-open TCP connections and those
 	 * waiting for their MPA Request or for rdma_accept. */
-	/* Every engine listens: a connection comes in on the engine its opener chose. The
+	/* Every engine listens: a connection comes in on the engine its 4-tuple names. The
 	 * backlog bounds each engine's queue. */
-	for (unsigned i = 0; i < c->dev->stack->nengines; i++) {
-		rc = uiw_mpa_listen(uiw_stack_engine(c->dev->stack, i)->mpa, c->port,
-				    backlog > 0 && backlog < CM_BACKLOG_MAX ? (unsigned)backlog : CM_BACKLOG_MAX,
-				    &c->dev->mpa_params, &cm_ops, c);
-		if (rc != 0) {
-			unlisten_all(c->dev->stack, c->port, i);
-			return fail(-rc);
-		}
+	for (unsigned tries = 0;; tries++) {
+		rc = listen_all(c, backlog);
+		if (rc != -EADDRINUSE || !c->port_auto || tries == CM_PORT_HI - CM_PORT_LO)
+			break;
+		c->port = c->port == CM_PORT_HI ? CM_PORT_LO : (uint16_t)(c->port + 1);
 	}
+	if (rc != 0)
+		return fail(-rc);
+	set_addr(&id->route.addr.src_addr, c->dev->stack->net.ip, c->port);
 	c->state = CM_LISTEN;
 	return 0;
 }
@@ -511,7 +611,7 @@ static void params_from(struct uiw_mpa_params *p, const struct uiw_dev *d,
 	p->ord = cp->initiator_depth;
 }
 
-int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+static int connect_id(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
@@ -534,7 +634,12 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	return 0;
 }
 
-int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	return connect_id(id, conn_param) == 0 ? sync_complete(id) : -1;
+}
+
+static int accept_id(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
@@ -546,6 +651,11 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	params_from(&p, c->dev, conn_param);
 	rc = uiw_mpa_accept(c->conn, &p, &cm_ops, c);
 	return rc != 0 ? fail(-rc) : 0;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	return accept_id(id, conn_param) == 0 ? sync_complete(id) : -1;
 }
 
 int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
@@ -587,10 +697,14 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 	UIW_API_LOCK();
 
+	int err = 0;
+
 	ch->waiters++;
 	while (ch->head == NULL && !ch->dead)
-		if (!uiw_wait_some(channel->fd, nonblock) && ch->head == NULL)
+		if (!uiw_wait_some(channel->fd, nonblock) && ch->head == NULL) {
+			err = errno;   /* EAGAIN, or EINTR: a signal */
 			break;
+		}
 	ch->waiters--;
 	if (ch->dead) {
 		/* Destroyed under us: as with rdma-core, whose waiter stays blocked in read() on
@@ -602,7 +716,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			pause();
 	}
 	if (ch->head == NULL)
-		return fail(EAGAIN);
+		return fail(err != 0 ? err : EAGAIN);
 	struct cm_ev *e = ch->head;
 
 	ch->head = e->next;
@@ -636,17 +750,73 @@ static void qp_on_id(struct uiw_cm_id *c, struct ibv_qp *qp)
 	((struct uiw_qp_v *)qp)->eng = c->eng->idx;
 }
 
+/* Frees the CQs and completion channels rdma_create_qp() made for @p c. */
+static void destroy_own_cqs(struct uiw_cm_id *c)
+{
+	struct rdma_cm_id *id = &c->id;
+
+	if (!c->own_cqs)
+		return;
+	if (id->send_cq != NULL && id->send_cq != id->recv_cq)
+		ibv_destroy_cq(id->send_cq);
+	if (id->recv_cq != NULL)
+		ibv_destroy_cq(id->recv_cq);
+	if (id->send_cq_channel != NULL && id->send_cq_channel != id->recv_cq_channel)
+		ibv_destroy_comp_channel(id->send_cq_channel);
+	if (id->recv_cq_channel != NULL)
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+	id->send_cq = id->recv_cq = NULL;
+	id->send_cq_channel = id->recv_cq_channel = NULL;
+	c->own_cqs = false;
+}
+
+/* As librdmacm's: CQs the attributes do not give are made for the id, each with a
+ * completion channel and the id as its context (rdma_get_send_comp() and
+ * rdma_get_recv_comp() wait on them), sized by the queue they serve. */
+static int make_own_cqs(struct uiw_cm_id *c, struct ibv_qp_init_attr *attr)
+{
+	struct rdma_cm_id *id = &c->id;
+
+	c->own_cqs = true;
+	if ((id->recv_cq_channel = ibv_create_comp_channel(id->verbs)) == NULL ||
+	    (id->send_cq_channel = ibv_create_comp_channel(id->verbs)) == NULL ||
+	    (id->recv_cq = ibv_create_cq(id->verbs, (int)(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1),
+					 id, id->recv_cq_channel, 0)) == NULL ||
+	    (id->send_cq = ibv_create_cq(id->verbs, (int)(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1),
+					 id, id->send_cq_channel, 0)) == NULL) {
+		int err = errno;
+
+		destroy_own_cqs(c);
+		return fail(err);
+	}
+	attr->send_cq = id->send_cq;
+	attr->recv_cq = id->recv_cq;
+	return 0;
+}
+
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	UIW_API_LOCK();
 	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
 	struct ibv_qp *qp;
 
-	if (pd == NULL || id->verbs == NULL || pd->context != id->verbs || c->dev == NULL)
+	if (id->verbs == NULL || c->dev == NULL)
 		return fail(EINVAL);
-	qp = ibv_create_qp(pd, attr);
-	if (qp == NULL)
+	/* No PD: the id's, else the device's own (librdmacm keeps one per device). */
+	if (pd == NULL)
+		pd = id->pd != NULL ? id->pd : uiw_dev_default_pd(c->dev);
+	if (pd == NULL || pd->context != id->verbs)
+		return fail(EINVAL);
+	if ((attr->send_cq == NULL || attr->recv_cq == NULL) && !c->own_cqs && make_own_cqs(c, attr) != 0)
 		return -1;
+	qp = ibv_create_qp(pd, attr);
+	if (qp == NULL) {
+		int err = errno;
+
+		destroy_own_cqs(c);
+		return fail(err);
+	}
+	id->pd = pd;
 	qp_on_id(c, qp);
 	return 0;
 }
@@ -658,6 +828,7 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 		return;
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
+	destroy_own_cqs((struct uiw_cm_id *)id);
 }
 
 const char *rdma_event_str(enum rdma_cm_event_type event)
@@ -678,12 +849,89 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
 
 /* ---- Address resolution, ports, devices, and the calls iWARP has no use for. ---- */
 
+/* A copy of @p a (@p len octets) into *@p to, *@p to_len: IPv4 only. @return 0 or -errno. */
+static int copy_hint_addr(struct sockaddr **to, socklen_t *to_len, const struct sockaddr *a,
+			  socklen_t len)
+{
+	uint32_t ip;
+	uint16_t port;
+	struct sockaddr_in *sa;
+
+	if (len < sizeof(struct sockaddr_in) || !ipv4_of(a, &ip, &port))
+		return -EAFNOSUPPORT;
+	if ((sa = calloc(1, sizeof(*sa))) == NULL)
+		return -ENOMEM;
+	set_addr((struct sockaddr *)sa, ip, port);
+	free(*to);
+	*to = (struct sockaddr *)sa;
+	*to_len = sizeof(*sa);
+	return 0;
+}
+
+/* The addresses @p hints gives that the node did not (librdmacm): a source for an active
+ * lookup (common.c's get_rdma_addr() binds to it), a destination without a node. */
+static int addrs_from_hints(struct rdma_addrinfo *r, const struct rdma_addrinfo *hints,
+			    bool node_given)
+{
+	int rc = 0;
+
+	if (hints == NULL)
+		return 0;
+	if (hints->ai_src_addr != NULL && hints->ai_src_len > 0 &&
+	    (!(r->ai_flags & RAI_PASSIVE) || !node_given))
+		rc = copy_hint_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
+				    hints->ai_src_len);
+	if (rc == 0 && hints->ai_dst_addr != NULL && hints->ai_dst_len > 0 &&
+	    !(r->ai_flags & RAI_PASSIVE) && !node_given)
+		rc = copy_hint_addr(&r->ai_dst_addr, &r->ai_dst_len, hints->ai_dst_addr,
+				    hints->ai_dst_len);
+	return rc;
+}
+
+static int getaddrinfo_node(const char *node, const char *service, const struct rdma_addrinfo *hints,
+			    struct rdma_addrinfo **res);
+
 /*
  * IPv4 only, by number or by name (the system resolver); @p service is the port. With
- * RAI_PASSIVE the node (if any) is the source, else the destination.
+ * RAI_PASSIVE the node (if any) is the source, else the destination; the hints' addresses
+ * fill what the node does not give.
  */
 int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
 		     struct rdma_addrinfo **res)
+{
+	bool passive = hints != NULL && (hints->ai_flags & RAI_PASSIVE);
+	int rc;
+
+	/* No node, but the hints name the destination: that is the node. */
+	if (node == NULL && !passive && hints != NULL && hints->ai_dst_addr != NULL) {
+		struct rdma_addrinfo *r = calloc(1, sizeof(*r));
+
+		if (r == NULL)
+			return fail(ENOMEM);
+		r->ai_family = AF_INET;
+		r->ai_qp_type = IBV_QPT_RC;
+		r->ai_port_space = RDMA_PS_TCP;
+		rc = addrs_from_hints(r, hints, false);
+		if (rc != 0) {
+			rdma_freeaddrinfo(r);
+			return fail(-rc);
+		}
+		*res = r;
+		return 0;
+	}
+	if (getaddrinfo_node(node, service, hints, res) != 0)
+		return -1;
+	rc = addrs_from_hints(*res, hints, node != NULL);
+	if (rc != 0) {
+		rdma_freeaddrinfo(*res);
+		*res = NULL;
+		return fail(-rc);
+	}
+	return 0;
+}
+
+static int getaddrinfo_node(const char *node, const char *service, const struct rdma_addrinfo *hints,
+			    struct rdma_addrinfo **res)
 {
 	struct addrinfo h = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	bool passive = hints != NULL && (hints->ai_flags & RAI_PASSIVE);
@@ -778,14 +1026,28 @@ void rdma_free_devices(struct ibv_context **list)
 	free(list);
 }
 
-/* The id's events go to @p channel from now on (those already queued stay where they are). */
-int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+static int migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	UIW_API_LOCK();
 
-	if (channel == NULL)
-		return fail(ENOSYS);   /* synchronous ids are not provided */
 	id_set_channel((struct uiw_cm_id *)id, channel);
+	return 0;
+}
+
+/* The id's events go to @p channel from now on (those already queued stay where they are);
+ * NULL makes it synchronous, with a channel of its own. */
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+	struct rdma_event_channel *old = c->sync ? id->channel : NULL;
+	struct rdma_event_channel *own = NULL;
+
+	if (channel == NULL && (own = rdma_create_event_channel()) == NULL)
+		return -1;
+	migrate_id(id, channel != NULL ? channel : own);
+	c->sync = own != NULL;
+	if (old != NULL)
+		rdma_destroy_event_channel(old);
 	return 0;
 }
 
@@ -841,24 +1103,110 @@ int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	return 0;
 }
 
-/* Not provided: synchronous ids (rdma_create_ep, rdma_get_request), SRQs made by rdma_cm,
- * multicast (no UD), ECE. */
+/* A passive endpoint: bound to the source address, with the QP attributes its requests'
+ * QPs will get (rdma_get_request()). */
+static int passive_ep(struct rdma_cm_id *id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+		      struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct uiw_cm_id *c = (struct uiw_cm_id *)id;
+
+	if (rdma_bind_addr(id, res->ai_src_addr) != 0)
+		return -1;
+	if (qp_init_attr != NULL) {
+		c->qp_init = malloc(sizeof(*c->qp_init));
+		if (c->qp_init == NULL)
+			return fail(ENOMEM);
+		*c->qp_init = *qp_init_attr;
+	}
+	id->pd = pd;
+	return 0;
+}
+
+/*
+ * A synchronous id for @p res (librdmacm's rdma_create_ep()): with RAI_PASSIVE bound to
+ * its source, to listen on; else its destination resolved (ARP included), and a QP made
+ * when @p qp_init_attr is given (with CQs of its own when the attributes give none).
+ */
 int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
 		   struct ibv_qp_init_attr *qp_init_attr)
 {
-	(void)id, (void)res, (void)pd, (void)qp_init_attr;
-	return fail(ENOSYS);
+	struct rdma_cm_id *cm;
+	int rc;
+
+	if (id == NULL || res == NULL)
+		return fail(EINVAL);
+	if (rdma_create_id(NULL, &cm, NULL, res->ai_port_space ? (enum rdma_port_space)res->ai_port_space
+							       : RDMA_PS_TCP) != 0)
+		return -1;
+	if (qp_init_attr != NULL)   /* the QP's type is the address's (librdmacm) */
+		qp_init_attr->qp_type = res->ai_qp_type ? (enum ibv_qp_type)res->ai_qp_type : IBV_QPT_RC;
+	if (res->ai_flags & RAI_PASSIVE)
+		rc = passive_ep(cm, res, pd, qp_init_attr);
+	else
+		rc = rdma_resolve_addr(cm, res->ai_src_addr, res->ai_dst_addr, 2000) != 0 ||
+		     rdma_resolve_route(cm, 2000) != 0 ||
+		     (qp_init_attr != NULL && rdma_create_qp(cm, pd, qp_init_attr) != 0) ? -1 : 0;
+	if (rc != 0) {
+		int err = errno;
+
+		rdma_destroy_ep(cm);
+		return fail(err);
+	}
+	*id = cm;
+	return 0;
 }
 
 void rdma_destroy_ep(struct rdma_cm_id *id)
 {
-	(void)id;
+	if (id->qp != NULL)
+		rdma_destroy_qp(id);
+	rdma_destroy_id(id);
 }
 
+/*
+ * The next connect request on the synchronous listening id @p listen: a synchronous id,
+ * with a QP made as rdma_create_ep() was asked to (and the listener's PD); the request
+ * event stays the id's until rdma_accept() or rdma_reject().
+ */
 int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 {
-	(void)listen, (void)id;
-	return fail(ENOSYS);
+	struct uiw_cm_id *l = (struct uiw_cm_id *)listen;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *n;
+
+	if (!l->sync || l->state != CM_LISTEN)
+		return fail(EINVAL);
+	if (listen->event != NULL)
+		rdma_ack_cm_event(listen->event);
+	if (rdma_get_cm_event(listen->channel, &ev) != 0)
+		return -1;
+	if (ev->status != 0 || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		int err = ev->status != 0 ? abs(ev->status) : EINVAL;
+
+		rdma_ack_cm_event(ev);
+		return fail(err);
+	}
+	n = ev->id;
+	if (rdma_migrate_id(n, NULL) != 0)
+		goto refuse;
+	if (l->qp_init != NULL) {
+		struct ibv_qp_init_attr attr = *l->qp_init;
+
+		if (rdma_create_qp(n, listen->pd, &attr) != 0)
+			goto refuse;
+	}
+	n->event = ev;
+	*id = n;
+	return 0;
+refuse: {
+		int err = errno;
+
+		n->event = NULL;   /* acknowledged here, not by the id's end */
+		rdma_reject(n, NULL, 0);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_ep(n);
+		return fail(err);
+	}
 }
 
 int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,17 +331,39 @@ void uiw_verbs_progress(void)
 	uiw_inline_pass();
 }
 
+/*
+ * Whether a signal that interrupted a wait ends it. A kernel read() on the fd would give
+ * EINTR after a handler installed without SA_RESTART, and restart after one with it; the
+ * signal that came is not known here, so any handler without SA_RESTART ends the wait
+ * (qperf's SIGALRM ends its tests so, from a blocked ibv_get_cq_event()).
+ */
+static bool signal_ends_wait(void)
+{
+	for (int sig = 1; sig < SIGRTMAX; sig++) {
+		struct sigaction sa;
+
+		if (sigaction(sig, NULL, &sa) == 0 && !(sa.sa_flags & SA_RESTART) &&
+		    ((sa.sa_flags & SA_SIGINFO) ||
+		     (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)))
+			return true;
+	}
+	return false;
+}
+
 bool uiw_wait_some(int fd, bool nonblock)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	bool interrupted = false;
 
 	if (nonblock || !uiw_threaded) {
 		uiw_inline_pass();
 		/* A non-blocking caller may sleep in its own poll() next: the thread runs the
 		 * stack without waiting out its nap (a caller that calls again at once makes
 		 * its own passes, and the thread gives way again). */
-		if (nonblock)
+		if (nonblock) {
 			uiw_progress_kick();
+			errno = EAGAIN;
+		}
 		return !nonblock;
 	}
 	/* Every lock this call holds is given back while it sleeps (a blocking call is at the
@@ -352,13 +375,19 @@ bool uiw_wait_some(int fd, bool nonblock)
 		uiw_engines_go();
 	pthread_mutex_unlock(&uiw_big_lock);
 	uiw_progress_kick();   /* this thread sleeps: the stack is the progress thread's */
-	if (poll(&p, 1, 10) < 0 && errno != EINTR)
-		usleep(1000);
+	if (poll(&p, 1, 10) < 0) {
+		if (errno == EINTR)
+			interrupted = signal_ends_wait();
+		else
+			usleep(1000);
+	}
 	uiw_big_lock_take();
 	uiw_api_depth = depth;
 	if (depth > 0 && __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
 		uiw_engines_stop();
-	return true;
+	if (interrupted)
+		errno = EINTR;
+	return !interrupted;
 }
 
 struct uiw_eng *uiw_dev_next_engine(struct uiw_dev *d)
@@ -540,10 +569,8 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 	UIW_API_LOCK();
 
 	while (uiw_ring_empty(&c->async_ring))
-		if (!uiw_wait_some(context->async_fd, nonblock) && uiw_ring_empty(&c->async_ring)) {
-			errno = EAGAIN;
-			return -1;
-		}
+		if (!uiw_wait_some(context->async_fd, nonblock) && uiw_ring_empty(&c->async_ring))
+			return -1;   /* errno EAGAIN, or EINTR: a signal */
 	*event = c->async[uiw_ring_pop(&c->async_ring)];
 	if (uiw_ring_empty(&c->async_ring) && read(context->async_fd, &v, sizeof(v)) < 0)
 		v = 0;
@@ -608,6 +635,13 @@ struct ibv_context *uiw_dev_context(struct uiw_dev *d)
 	if (d->cm_ctx == NULL)
 		d->cm_ctx = ibv_open_device(&d->dev);
 	return d->cm_ctx;
+}
+
+struct ibv_pd *uiw_dev_default_pd(struct uiw_dev *d)
+{
+	if (d->default_pd == NULL && uiw_dev_context(d) != NULL)
+		d->default_pd = ibv_alloc_pd(d->cm_ctx);
+	return d->default_pd;
 }
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
@@ -693,15 +727,26 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 	UIW_API_LOCK();
 	struct uiw_dev *d = ctx_dev(pd->context);
 	struct uiw_mr_v *m = calloc(1, sizeof(*m));
+	/* Remote atomic access is taken as Linux takes it (siw too) and grants nothing: the
+	 * device offers no atomics (atomic_cap IBV_ATOMIC_NONE), and a peer's atomic request
+	 * is answered with a Terminate. */
 	static const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_RELAXED_ORDERING;
+				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				      IBV_ACCESS_RELAXED_ORDERING;
 
 	if (m == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	if (((unsigned)access & ~known) != 0 ||
-	    ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))) {
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
+		if (((unsigned)access & ~known) != 0)
+			UIW_ERR("ibv_reg_mr: access flags 0x%x not provided (memory windows, "
+				"zero-based, on-demand paging and the like)", (unsigned)access & ~known);
+		else
+			UIW_ERR("ibv_reg_mr: remote write or atomic access needs local write "
+				"(IBV_ACCESS_LOCAL_WRITE), as the verbs define it");
 		free(m);
 		errno = EINVAL;
 		return NULL;
@@ -853,10 +898,8 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	/* Progress is made here, or by the progress thread while this one sleeps on the fd
 	 * (a non-blocking fd: one pass, then EAGAIN). */
 	while (uiw_ring_empty(&ch->ring))
-		if (!uiw_wait_some(channel->fd, nonblock) && uiw_ring_empty(&ch->ring)) {
-			errno = EAGAIN;
-			return -1;
-		}
+		if (!uiw_wait_some(channel->fd, nonblock) && uiw_ring_empty(&ch->ring))
+			return -1;   /* errno EAGAIN, or EINTR: a signal */
 	*cq = ch->q[uiw_ring_pop(&ch->ring)];
 	*cq_context = (*cq)->cq_context;
 	if (uiw_ring_empty(&ch->ring) && read(channel->fd, &v, sizeof(v)) < 0)
@@ -1104,7 +1147,18 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	UIW_API_LOCK();
 	/* iWARP QPs move with their connection (rdma_cm); an application may only take one
-	 * to ERROR. */
+	 * to ERROR. A QP no rdma_cm id holds has no connection to move with: connecting it
+	 * by hand (the QP numbers exchanged out of band, as ibv_rc_pingpong does on
+	 * InfiniBand) does not exist on iWARP, so RTR and RTS are refused at once. */
+	if ((mask & IBV_QP_STATE) && (attr->qp_state == IBV_QPS_RTR || attr->qp_state == IBV_QPS_RTS) &&
+	    ((struct uiw_qp_v *)qp)->cm == NULL) {
+		UIW_ERR("ibv_modify_qp: qp %u to %s: an iWARP QP is connected by rdma_cm "
+			"(rdma_create_qp on an id, then rdma_connect or rdma_accept); a QP made "
+			"with ibv_create_qp alone cannot be brought up by hand", qp->qp_num,
+			attr->qp_state == IBV_QPS_RTR ? "RTR" : "RTS");
+		errno = EINVAL;
+		return EINVAL;
+	}
 	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR)
 		uiw_qp_terminate(((struct uiw_qp_v *)qp)->core, UIW_TERM_LAYER_RDMAP, 0, 0xff,
 				 "moved to error by the application");

@@ -113,8 +113,9 @@ void uiw_inline_pass(void);
 /*
  * The queue a blocking call waits on is empty (called with the lock held). Non-blocking or
  * single-threaded: one pass. Threaded and blocking: the progress thread runs while this
- * thread sleeps on @p fd a little. @return false when a non-blocking caller should give up
- * (EAGAIN) if the queue is still empty.
+ * thread sleeps on @p fd a little. @return false when the caller should give up if the
+ * queue is still empty, with errno: EAGAIN (non-blocking), or EINTR (a signal whose
+ * handler would have interrupted a kernel read(): installed without SA_RESTART).
  */
 bool uiw_wait_some(int fd, bool nonblock);
 
@@ -155,6 +156,7 @@ struct uiw_dev {
 	uint32_t next_qpn, next_pdn;
 	unsigned next_engine;         /* the engine the next active id connects on (in turn) */
 	struct ibv_context *cm_ctx;   /* the context rdma_cm ids use */
+	struct ibv_pd *default_pd;    /* rdma_cm's, for QPs made without a PD */
 	struct uiw_eng eng[UIW_MAX_ENGINES];
 	struct uiw_qp_v *qps;         /* every QP (the counters' sums) */
 };
@@ -263,6 +265,8 @@ static inline struct uiw_dev *ctx_dev(struct ibv_context *c)
 
 /* verbs.c */
 struct ibv_context *uiw_dev_context(struct uiw_dev *d);
+/* The device's own PD, made at first use (rdma_cm QPs made without one). */
+struct ibv_pd *uiw_dev_default_pd(struct uiw_dev *d);
 /* The engine of @p d's instance the next connection opens on: each in turn. */
 struct uiw_eng *uiw_dev_next_engine(struct uiw_dev *d);
 struct uiw_dev *uiw_dev_by_ip(uint32_t ip);

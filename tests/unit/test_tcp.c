@@ -6,6 +6,7 @@
  * handling (RFC 5961), retransmission, fast retransmit, records, close, bad segments.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -758,26 +759,24 @@ END_TEST
  * engine's), whatever the tuple hash of the PMDs without RSS says. */
 START_TEST(engine_opens_by_the_nics_rss)
 {
-	static struct {
-		struct uiw_port_rss r;
-		uint16_t reta[128];
-	} rss;
+	struct uiw_port_rss *rss = calloc(1, sizeof(*rss) + 128 * sizeof(rss->reta[0]));
 	struct uiw_tcp_conn *c;
 	struct out o;
 	uint16_t p = PEER_PORT;
 
-	for (unsigned i = 0; i < sizeof(rss.r.key); i++)
-		rss.r.key[i] = (uint8_t)(0x6d + 37 * i);
-	rss.r.reta_size = 128;
+	ck_assert_ptr_nonnull(rss);
+	for (unsigned i = 0; i < sizeof(rss->key); i++)
+		rss->key[i] = (uint8_t)(0x6d + 37 * i);
+	rss->reta_size = 128;
 	for (unsigned i = 0; i < 128; i++)
-		rss.reta[i] = (uint16_t)(i % 2);
+		rss->reta[i] = (uint16_t)(i % 2);
 	two_engines();
-	fx_port.port.rss = &rss.r;
+	fx_port.port.rss = rss;
 	for (unsigned i = 0; i < 32; i++) {
 		uint16_t rport = (uint16_t)(2000 + i % 4);
 
 		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, rport, &ops, NULL, now_ns, &c), 0);
-		ck_assert_uint_eq(uiw_port_rss_queue(&rss.r, IP_PEER, rport, IP_US, c->lport), 0);
+		ck_assert_uint_eq(uiw_port_rss_queue(rss, IP_PEER, rport, IP_US, c->lport), 0);
 	}
 	ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
 	uiw_tcp_run(T, now_ns);
@@ -791,6 +790,7 @@ START_TEST(engine_opens_by_the_nics_rss)
 	}
 	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_out), 0);
 	fx_port.port.rss = NULL;
+	free(rss);
 	uiw_net_fini(&other_net);
 }
 END_TEST

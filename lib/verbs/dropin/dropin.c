@@ -237,6 +237,9 @@ static void drain_at_exit(void)
 	while (uiw_stack_conn_count(&inst.stack) > 0 && uiw_now_ns() < end);
 	uiw_stack_flush(&inst.stack);
 	print_counters();
+	/* The port is not closed (the exit takes the process's memory away): a memif
+	 * server's socket file goes now, or the next server would find it in use. */
+	uiw_port_forget_socket(&inst.cfg);
 	/* The lock stays held: the progress thread (which only tries it, and naps while it is
 	 * taken) and any thread still in a call keep off the stack while the exit tears down
 	 * what it uses. */
