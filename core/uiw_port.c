@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -312,6 +313,7 @@ void uiw_port_forget_socket(const struct uiw_config *cfg)
 
 /* How long a memif client waits for its server's socket to appear. */
 #define MEMIF_SERVER_WAIT_MS 10000
+#define MEMIF_SERVER_SETTLE_MS 300
 
 /*
  * A memif client whose server has not made its socket yet fails to start at once. A
@@ -335,6 +337,20 @@ static void memif_client_wait(const char *name, const char *args)
 			return;
 		}
 		rte_delay_us_sleep(10000);
+	}
+	/* The file appears as the server's port is made, and its device starts a little
+	 * later; a client that connected between was seen to get no link, ever (a qperf
+	 * server's child makes its port as its client starts). A young file is given
+	 * MEMIF_SERVER_SETTLE_MS from its birth. */
+	struct stat st;
+	struct timespec now;
+
+	if (stat(path, &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0) {
+		int64_t age_ms = ((int64_t)now.tv_sec - st.st_ctim.tv_sec) * 1000 +
+				 ((int64_t)now.tv_nsec - st.st_ctim.tv_nsec) / 1000000;
+
+		if (age_ms >= 0 && age_ms < MEMIF_SERVER_SETTLE_MS)
+			rte_delay_us_sleep((unsigned)(MEMIF_SERVER_SETTLE_MS - age_ms) * 1000u);
 	}
 }
 

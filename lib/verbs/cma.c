@@ -304,7 +304,7 @@ static int create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
 			"connected only (RDMA_PS_TCP); UD, multicast and IB port spaces are not provided",
 			ps == RDMA_PS_UDP ? "RDMA_PS_UDP" : ps == RDMA_PS_IPOIB ? "RDMA_PS_IPOIB" :
 			ps == RDMA_PS_IB ? "RDMA_PS_IB" : "other than RDMA_PS_TCP");
-		return fail(EPROTONOSUPPORT);
+		return fail(EINVAL);
 	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)

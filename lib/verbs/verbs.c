@@ -1241,6 +1241,21 @@ static int fill_inline(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct 
 	return 0;
 }
 
+/* A WR of a kind iWARP (RFC 5040) lacks: said once per kind, as the post fails. */
+static void refused_opcode(enum ibv_wr_opcode op)
+{
+	static uint32_t said;   /* a bit per opcode below 32 */
+	const char *what = op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND_WITH_IMM
+			   ? "immediate data (RFC 7306)"
+			   : op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD
+			   ? "atomics (RFC 7306)" : "this kind of work request";
+
+	if ((unsigned)op < 32 && (__atomic_fetch_or(&said, 1u << op, __ATOMIC_RELAXED) & (1u << op)))
+		return;
+	UIW_ERR("ibv_post_send: opcode %d refused (EINVAL): %s is not provided; iWARP carries "
+		"Send, Send with Invalidate, RDMA Write and RDMA Read", (int)op, what);
+}
+
 /*
  * Fills the send queue slot @p w from @p wr. @return 0, or an errno for a WR no QP can
  * take (an opcode iWARP lacks, too many SGEs, a Read with other than one SGE or inline,
@@ -1267,7 +1282,9 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 		w->sink_stag = wr->sg_list[0].lkey;
 		w->sink_to = wr->sg_list[0].addr;
 		break;
-	default: return EINVAL;   /* no immediate data, atomics or local invalidation */
+	default:   /* no immediate data, atomics or local invalidation */
+		refused_opcode(wr->opcode);
+		return EINVAL;
 	}
 	if ((unsigned)wr->num_sge > UIW_MAX_SGE)   /* a negative count too */
 		return EINVAL;

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# More unmodified Debian programs on the drop-in libraries, two processes over memif:
+# - rdma_server/rdma_client and rdma_xserver/rdma_xclient (rdmacm-utils): synchronous ids,
+#   rdma_create_ep, rdma_get_request and the rdma_verbs.h helpers, each side exiting 0;
+# - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
+# - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
+# - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat: qperf talks over kernel
+#   TCP first, so each side runs in a network namespace (made here) whose veth carries the
+#   address its uiwarp instance has on memif; its server makes the instance in the child
+#   it forks per test (a port 0 bind, read back with rdma_get_src_port);
+# and the programs that cannot run on iWARP, which must fail at once saying why:
+# - qperf rc_rdma_write_bw (Write with immediate data, RFC 7306): the post is refused;
+# - ibv_rc_pingpong (QPs connected by hand): ibv_modify_qp to RTR is refused;
+# - udaddy (UD, RDMA_PS_UDP): rdma_create_id is refused.
+# usage: realapps.sh DROPIN_DIR (or a library in it)
+set -u
+lib=${1:?usage: realapps.sh DROPIN_DIR}
+[ -d "$lib" ] || lib=$(dirname "$lib")
+lib=$(cd "$lib" && pwd)
+for t in rdma_server rdma_client rdma_xserver rdma_xclient cmtime udaddy ibv_rc_pingpong fio qperf; do
+	command -v "$t" >/dev/null ||
+		{ echo "FAIL: $t not installed (rdmacm-utils, ibverbs-utils, fio, qperf: scripts/install-deps.sh)"; exit 1; }
+done
+tmp=$(mktemp -d /tmp/uiw-apps.XXXXXX)
+ns_s="uiw-ra-s-$$" ns_c="uiw-ra-c-$$"
+spid=""
+cleanup() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	ip netns del "$ns_s" 2>/dev/null
+	ip netns del "$ns_c" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+common="hugepages=off; memory=512"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+# srv SOCKET COMMAND...: COMMAND on the drop-in as the memif server at SOCKET (10.73.0.1);
+# cli SOCKET COMMAND...: as its client (10.73.0.2).
+srv() {
+	local sock=$1
+	shift
+	env LD_LIBRARY_PATH="$lib" \
+		UIWARP_CONFIG="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.73.0.1/24; lcores=1; $common" "$@"
+}
+cli() {
+	local sock=$1
+	shift
+	env LD_LIBRARY_PATH="$lib" \
+		UIWARP_CONFIG="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.73.0.2/24; lcores=0; $common" "$@"
+}
+
+# pair NAME SERVER_RC(0|any) SERVER... -- CLIENT...: the server (in the background) and the
+# client over memif; the client's exit status and output are left in $rc and $tmp/NAME.c,
+# the server's in $src and $tmp/NAME.s (SERVER_RC any: it is stopped after the client).
+pair() {
+	local name=$1 want=$2 sock="$tmp/$1.sock" srv=()
+	shift 2
+	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+	shift
+	srv "$sock" timeout 60 "${srv[@]}" >"$tmp/$name.s" 2>&1 &
+	spid=$!
+	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	cli "$sock" timeout 60 "$@" >"$tmp/$name.c" 2>&1
+	rc=$?
+	[ "$want" = any ] && kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	spid=""
+}
+
+pair rdma_server 0 rdma_server -p 7471 -- rdma_client -s 10.73.0.1 -p 7471
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_client: end 0" "$tmp/rdma_server.c" &&
+	grep -q "rdma_server: end 0" "$tmp/rdma_server.s"; then
+	echo "ok: rdma_server and rdma_client: end 0 at both ends"
+else
+	bad "rdma_server/rdma_client: rc $rc/$src"; tail -5 "$tmp/rdma_server.s" "$tmp/rdma_server.c"
+fi
+
+pair rdma_xserver 0 rdma_xserver -p 7472 -- rdma_xclient -s 10.73.0.1 -p 7472
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_xclient: end 0" "$tmp/rdma_xserver.c"; then
+	echo "ok: rdma_xserver and rdma_xclient: end 0 at both ends"
+else
+	bad "rdma_xserver/rdma_xclient: rc $rc/$src"; tail -5 "$tmp/rdma_xserver.s" "$tmp/rdma_xserver.c"
+fi
+
+# cmtime's server serves until stopped.
+pair cmtime any cmtime -b 10.73.0.1 -c 100 -- cmtime -s 10.73.0.1 -b 10.73.0.2 -c 100
+if [ $rc -eq 0 ] && grep -q "^connect *:" "$tmp/cmtime.c" && ! grep -q "fail" "$tmp/cmtime.c"; then
+	echo "ok: cmtime -c 100: $(grep '^connect *:' "$tmp/cmtime.c" | tr -s ' ')"
+else
+	bad "cmtime: rc $rc"; tail -8 "$tmp/cmtime.c"
+fi
+
+for verb in write read; do
+	pair "fio_$verb" 0 fio --name=srv --ioengine=rdma --port=18610 --rw=read --bs=4k --size=16m -- \
+		fio --name=cli --ioengine=rdma --hostname=10.73.0.1 --port=18610 --rw=write --bs=4k \
+		--size=16m --verb="$verb"
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "err= 0" "$tmp/fio_$verb.c" &&
+		grep -q "err= 0" "$tmp/fio_$verb.s"; then
+		echo "ok: fio rdma --verb=$verb: $(grep -o 'IOPS=[^,]*, BW=[^ ]*' "$tmp/fio_$verb.c")"
+	else
+		bad "fio --verb=$verb: rc $rc/$src"; tail -6 "$tmp/fio_$verb.s" "$tmp/fio_$verb.c"
+	fi
+done
+
+# udaddy: UD is not iWARP's. The server fails at its first call, saying so.
+out=$(srv "$tmp/ud.sock" timeout 20 udaddy 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "RDMA_PS_UDP: iWARP connections are reliable and connected only" <<<"$out"; then
+	echo "ok: udaddy fails at once: $(grep -o 'rdma_create_id: port space RDMA_PS_UDP[^;]*' <<<"$out")"
+else
+	bad "udaddy: rc $rc: $out"
+fi
+
+# Two namespaces, each with a veth end carrying its instance's address, for the programs
+# that talk over kernel TCP first.
+ip netns add "$ns_s" && ip netns add "$ns_c" &&
+	ip -n "$ns_s" link add vs type veth peer name vc netns "$ns_c" &&
+	ip -n "$ns_s" addr add 10.73.0.1/24 dev vs && ip -n "$ns_c" addr add 10.73.0.2/24 dev vc &&
+	ip -n "$ns_s" link set vs up && ip -n "$ns_c" link set vc up &&
+	ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up ||
+	{ bad "cannot make the namespaces $ns_s and $ns_c"; exit 1; }
+
+# ibv_rc_pingpong exchanges QP numbers over TCP and moves its QPs to RTR by hand.
+sock="$tmp/pp.sock"
+ip netns exec "$ns_s" bash -c "$(declare -f srv); lib=$lib common='$common'; srv $sock timeout 30 ibv_rc_pingpong -g 0" \
+	>"$tmp/pp.s" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+ip netns exec "$ns_c" bash -c "$(declare -f cli); lib=$lib common='$common'; cli $sock timeout 30 ibv_rc_pingpong -g 0 10.73.0.1" \
+	>"$tmp/pp.c" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+spid=""
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $src -ne 0 ] && [ $src -ne 124 ] &&
+	cat "$tmp/pp.s" "$tmp/pp.c" | grep -q "an iWARP QP is connected by rdma_cm"; then
+	echo "ok: ibv_rc_pingpong fails at once: $(cat "$tmp/pp.s" "$tmp/pp.c" | grep -o 'ibv_modify_qp: qp [0-9]* to RTR' | head -1) refused"
+else
+	bad "ibv_rc_pingpong: rc $rc/$src"; tail -5 "$tmp/pp.s" "$tmp/pp.c"
+fi
+
+# qperf: one server; one client run per test (a client's instance stays with the server
+# child it first met, and the server forks a child per test). The next client starts
+# once the last child has gone, its memif socket with it.
+sock="$tmp/qperf.sock"
+ip netns exec "$ns_s" bash -c "$(declare -f srv); lib=$lib common='$common'; srv $sock timeout 200 qperf" \
+	>"$tmp/qperf.s" 2>&1 &
+spid=$!
+sleep 0.5
+for t in rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw; do
+	for _ in $(seq 100); do [ -e "$sock" ] || break; sleep 0.1; done
+	ip netns exec "$ns_c" bash -c "$(declare -f cli); lib=$lib common='$common'; cli $sock env UIWARP_STATS=1 timeout 30 qperf 10.73.0.1 -cm1 -t 1 $t" \
+		>"$tmp/qperf.$t" 2>&1
+	rc=$?
+	res=$(grep -E '^ +(bw|latency) += ' "$tmp/qperf.$t" | tr -s ' ')
+	if [ "$t" = rc_rdma_write_bw ]; then
+		if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "immediate data (RFC 7306) is not provided" "$tmp/qperf.$t"; then
+			echo "ok: qperf $t fails at once: Write with immediate data refused"
+		else
+			bad "qperf $t: rc $rc"; grep -v "^  [a-z]*\.[a-z_]* *0 " "$tmp/qperf.$t" | tail -40
+		fi
+	elif [ $rc -eq 0 ] && [ -n "$res" ]; then
+		echo "ok: qperf $t:$res"
+	else
+		bad "qperf $t: rc $rc"; grep -v "^  [a-z]*\.[a-z_]* *0 " "$tmp/qperf.$t" | tail -40
+	fi
+done
+kill "$spid" 2>/dev/null
+wait "$spid"
+spid=""
+exit $fail
