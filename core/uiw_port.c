@@ -642,11 +642,11 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		UIW_ERR("port %s: start failed: %s", port->name, strerror(-rc));
 		goto fail;
 	}
+	if (port->nqueues > 1 && !port_pairs_queues(info.driver_name))
+		rss_learn(port, &info);
 	/* These PMDs copy each frame into their ring, socket or file inside tx_burst and free
 	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
 	 * DMA the buffers, so lent memory is copied for them). */
-	if (port->nqueues > 1 && !port_pairs_queues(info.driver_name))
-		rss_learn(port, &info);
 	port->tx_ext = strcmp(info.driver_name, "net_memif") == 0 ||
 		       strcmp(info.driver_name, "net_af_packet") == 0 ||
 		       strcmp(info.driver_name, "net_tap") == 0 ||
