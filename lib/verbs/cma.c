@@ -451,7 +451,10 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 
 	if (addr == NULL || !ipv4_of(addr, &ip, &port))
 		return fail(EAFNOSUPPORT);
-	c->dev = ip == INADDR_ANY ? uiw_dev_for_dst(0) : uiw_dev_by_ip(ip);
+	/* The wildcard and, as Linux's rdma_cm binds loopback to its first device, a
+	 * loopback address: the first instance (libfabric's verbs provider binds 127.0.0.1
+	 * when it probes). */
+	c->dev = ip == INADDR_ANY || (ip >> 24) == 127 ? uiw_dev_for_dst(0) : uiw_dev_by_ip(ip);
 	if (c->dev == NULL)
 		return fail(EADDRNOTAVAIL);
 	/* Port 0: one of Linux's local range, as its rdma_cm picks (read back with

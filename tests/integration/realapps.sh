@@ -4,6 +4,7 @@
 #   rdma_create_ep, rdma_get_request and the rdma_verbs.h helpers, each side exiting 0;
 # - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
 # - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
+# - fi_pingpong over libfabric's verbs provider (FI_EP_MSG), every message checked;
 # - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat: qperf talks over kernel
 #   TCP first, so each side runs in a network namespace (made here) whose veth carries the
 #   address its uiwarp instance has on memif; its server makes the instance in the child
@@ -17,9 +18,9 @@ set -u
 lib=${1:?usage: realapps.sh DROPIN_DIR}
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
-for t in rdma_server rdma_client rdma_xserver rdma_xclient cmtime udaddy ibv_rc_pingpong fio qperf; do
+for t in rdma_server rdma_client rdma_xserver rdma_xclient cmtime udaddy ibv_rc_pingpong fio qperf fi_pingpong; do
 	command -v "$t" >/dev/null ||
-		{ echo "FAIL: $t not installed (rdmacm-utils, ibverbs-utils, fio, qperf: scripts/install-deps.sh)"; exit 1; }
+		{ echo "FAIL: $t not installed (rdmacm-utils, ibverbs-utils, fio, qperf, libfabric-bin: scripts/install-deps.sh)"; exit 1; }
 done
 tmp=$(mktemp -d /tmp/uiw-apps.XXXXXX)
 ns_s="uiw-ra-s-$$" ns_c="uiw-ra-c-$$"
@@ -138,6 +139,26 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $src -ne 0 ] && [ $src -ne 124 ] &&
 	echo "ok: ibv_rc_pingpong fails at once: $(cat "$tmp/pp.s" "$tmp/pp.c" | grep -o 'ibv_modify_qp: qp [0-9]* to RTR' | head -1) refused"
 else
 	bad "ibv_rc_pingpong: rc $rc/$src"; tail -5 "$tmp/pp.s" "$tmp/pp.c"
+fi
+
+# fi_pingpong over libfabric's verbs provider, FI_EP_MSG, every message checked (-c); its
+# control channel is kernel TCP, and its provider binds 127.0.0.1 as it probes.
+sock="$tmp/fi.sock"
+ip netns exec "$ns_s" bash -c "$(declare -f srv); lib=$lib common='$common'; srv $sock timeout 60 fi_pingpong -p verbs -e msg -I 50 -c" \
+	>"$tmp/fi.s" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+sleep 0.3
+ip netns exec "$ns_c" bash -c "$(declare -f cli); lib=$lib common='$common'; cli $sock timeout 60 fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1" \
+	>"$tmp/fi.c" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+spid=""
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; then
+	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
+else
+	bad "fi_pingpong: rc $rc/$src"; tail -5 "$tmp/fi.s" "$tmp/fi.c"
 fi
 
 # qperf: one server; one client run per test (a client's instance stays with the server
