@@ -773,27 +773,38 @@ static void destroy_own_cqs(struct uiw_cm_id *c)
 	c->own_cqs = false;
 }
 
-/* As librdmacm's: CQs the attributes do not give are made for the id, each with a
- * completion channel and the id as its context (rdma_get_send_comp() and
- * rdma_get_recv_comp() wait on them), sized by the queue they serve. */
+/* A CQ of @p depth entries (at least 1) with a completion channel of its own and the id
+ * as its context. @return 0 or -1 with errno. */
+static int make_own_cq(struct rdma_cm_id *id, uint32_t depth, struct ibv_cq **cq,
+		       struct ibv_comp_channel **ch)
+{
+	if ((*ch = ibv_create_comp_channel(id->verbs)) == NULL)
+		return -1;
+	*cq = ibv_create_cq(id->verbs, (int)(depth ? depth : 1), id, *ch, 0);
+	return *cq != NULL ? 0 : -1;
+}
+
+/* As librdmacm's: a CQ the attributes do not give is made for the id, with a completion
+ * channel and the id as its context (rdma_get_send_comp() and rdma_get_recv_comp() wait
+ * on them), sized by the queue it serves; one the attributes give stays theirs. */
 static int make_own_cqs(struct uiw_cm_id *c, struct ibv_qp_init_attr *attr)
 {
 	struct rdma_cm_id *id = &c->id;
 
 	c->own_cqs = true;
-	if ((id->recv_cq_channel = ibv_create_comp_channel(id->verbs)) == NULL ||
-	    (id->send_cq_channel = ibv_create_comp_channel(id->verbs)) == NULL ||
-	    (id->recv_cq = ibv_create_cq(id->verbs, (int)(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1),
-					 id, id->recv_cq_channel, 0)) == NULL ||
-	    (id->send_cq = ibv_create_cq(id->verbs, (int)(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1),
-					 id, id->send_cq_channel, 0)) == NULL) {
+	if ((attr->recv_cq == NULL &&
+	     make_own_cq(id, attr->cap.max_recv_wr, &id->recv_cq, &id->recv_cq_channel) != 0) ||
+	    (attr->send_cq == NULL &&
+	     make_own_cq(id, attr->cap.max_send_wr, &id->send_cq, &id->send_cq_channel) != 0)) {
 		int err = errno;
 
 		destroy_own_cqs(c);
 		return fail(err);
 	}
-	attr->send_cq = id->send_cq;
-	attr->recv_cq = id->recv_cq;
+	if (attr->send_cq == NULL)
+		attr->send_cq = id->send_cq;
+	if (attr->recv_cq == NULL)
+		attr->recv_cq = id->recv_cq;
 	return 0;
 }
 
@@ -810,13 +821,19 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 		pd = id->pd != NULL ? id->pd : uiw_dev_default_pd(c->dev);
 	if (pd == NULL || pd->context != id->verbs)
 		return fail(EINVAL);
-	if ((attr->send_cq == NULL || attr->recv_cq == NULL) && !c->own_cqs && make_own_cqs(c, attr) != 0)
+	bool no_send = attr->send_cq == NULL, no_recv = attr->recv_cq == NULL;
+
+	if ((no_send || no_recv) && !c->own_cqs && make_own_cqs(c, attr) != 0)
 		return -1;
 	qp = ibv_create_qp(pd, attr);
 	if (qp == NULL) {
 		int err = errno;
 
 		destroy_own_cqs(c);
+		if (no_send)   /* the caller's attributes as they were */
+			attr->send_cq = NULL;
+		if (no_recv)
+			attr->recv_cq = NULL;
 		return fail(err);
 	}
 	id->pd = pd;

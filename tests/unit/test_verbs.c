@@ -221,6 +221,48 @@ END_TEST
 
 /* RFC 5042 §5.1: STags a peer cannot guess. The 8-bit key of each region's STag is drawn
  * at random (it was a counter), so successive registrations do not step by one. */
+/* What librdmacm's helpers expect rdma_cm to make when a program leaves it out: with no
+ * PD the device's own, a CQ (with a channel, the id as its context) for each queue the
+ * attributes give none, the program's own CQ kept; they go with the QP. And a bind to
+ * port 0 listens on a port of Linux's local range, read back by rdma_get_src_port(). */
+START_TEST(rdma_cm_makes_what_the_program_leaves_out)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(PAIR_IP_B) };
+	struct rdma_cm_id *any;
+	struct ibv_cq *mine;
+	uint16_t port;
+
+	verbs_listen_and_resolve(&cli, &srv, &listen_id, PORT);
+	mine = ibv_create_cq(cli.id->verbs, 8, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(mine);
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .send_cq = mine,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	ck_assert_int_eq(rdma_create_qp(cli.id, NULL, &qa), 0);
+	ck_assert_ptr_nonnull(cli.id->pd);
+	ck_assert_ptr_eq(cli.id->qp->pd, cli.id->pd);
+	ck_assert_ptr_eq(cli.id->qp->send_cq, mine);
+	ck_assert_ptr_null(cli.id->send_cq);
+	ck_assert_ptr_nonnull(cli.id->recv_cq);
+	ck_assert_ptr_nonnull(cli.id->recv_cq_channel);
+	ck_assert_ptr_eq(cli.id->qp->recv_cq, cli.id->recv_cq);
+	ck_assert_ptr_eq(cli.id->recv_cq->cq_context, cli.id);
+	rdma_destroy_qp(cli.id);
+	ck_assert_ptr_null(cli.id->recv_cq);
+	ck_assert_ptr_null(cli.id->recv_cq_channel);
+	ck_assert_int_eq(ibv_destroy_cq(mine), 0);
+
+	ck_assert_int_eq(rdma_create_id(srv.ch, &any, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(any, (struct sockaddr *)&sa), 0);
+	ck_assert_int_eq(rdma_listen(any, 0), 0);
+	port = ntohs(rdma_get_src_port(any));
+	ck_assert_uint_ge(port, 32768);
+	ck_assert_uint_le(port, 60999);
+	ck_assert_int_eq(rdma_destroy_id(any), 0);
+}
+END_TEST
+
 START_TEST(stag_keys_not_sequential)
 {
 	struct ibv_mr *mr[64];
@@ -403,6 +445,7 @@ int main(void)
 
 	tcase_add_test(tc, operations_through_the_api);
 	tcase_add_test(tc, errors_as_the_man_pages_say);
+	tcase_add_test(tc, rdma_cm_makes_what_the_program_leaves_out);
 	tcase_add_test(tc, stag_keys_not_sequential);
 	tcase_add_test(tc, reject_with_private_data);
 	tcase_add_test(tc, resolve_addr_times_out_unanswered);
