@@ -113,6 +113,8 @@ int uiw_verbs_add_device(struct uiw_stack *s)
 void uiw_verbs_remove_devices(void)
 {
 	for (unsigned i = 0; i < ndevs; i++) {
+		if (devs[i]->default_pd != NULL)
+			ibv_dealloc_pd(devs[i]->default_pd);
 		if (devs[i]->cm_ctx != NULL)
 			ibv_close_device(devs[i]->cm_ctx);
 		uiw_stag_table_fini(&devs[i]->stags);
