@@ -36,17 +36,19 @@ common="hugepages=off; memory=512"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 # srv SOCKET COMMAND...: COMMAND on the drop-in as the memif server at SOCKET (10.73.0.1);
-# cli SOCKET COMMAND...: as its client (10.73.0.2).
+# cli SOCKET COMMAND...: as its client (10.73.0.2). Each runs in the network namespace
+# $srv_ns or $cli_ns when set.
+srv_ns="" cli_ns=""
 srv() {
 	local sock=$1
 	shift
-	env LD_LIBRARY_PATH="$lib" \
+	${srv_ns:+ip netns exec $srv_ns} env LD_LIBRARY_PATH="$lib" \
 		UIWARP_CONFIG="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.73.0.1/24; lcores=1; $common" "$@"
 }
 cli() {
 	local sock=$1
 	shift
-	env LD_LIBRARY_PATH="$lib" \
+	${cli_ns:+ip netns exec $cli_ns} env LD_LIBRARY_PATH="$lib" \
 		UIWARP_CONFIG="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.73.0.2/24; lcores=0; $common" "$@"
 }
 
@@ -121,19 +123,10 @@ ip netns add "$ns_s" && ip netns add "$ns_c" &&
 	ip -n "$ns_s" link set vs up && ip -n "$ns_c" link set vc up &&
 	ip -n "$ns_s" link set lo up && ip -n "$ns_c" link set lo up ||
 	{ bad "cannot make the namespaces $ns_s and $ns_c"; exit 1; }
+srv_ns=$ns_s cli_ns=$ns_c
 
 # ibv_rc_pingpong exchanges QP numbers over TCP and moves its QPs to RTR by hand.
-sock="$tmp/pp.sock"
-ip netns exec "$ns_s" bash -c "$(declare -f srv); lib=$lib common='$common'; srv $sock timeout 30 ibv_rc_pingpong -g 0" \
-	>"$tmp/pp.s" 2>&1 &
-spid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-ip netns exec "$ns_c" bash -c "$(declare -f cli); lib=$lib common='$common'; cli $sock timeout 30 ibv_rc_pingpong -g 0 10.73.0.1" \
-	>"$tmp/pp.c" 2>&1
-rc=$?
-wait "$spid"
-src=$?
-spid=""
+pair pp 0 ibv_rc_pingpong -g 0 -- ibv_rc_pingpong -g 0 10.73.0.1
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $src -ne 0 ] && [ $src -ne 124 ] &&
 	cat "$tmp/pp.s" "$tmp/pp.c" | grep -q "an iWARP QP is connected by rdma_cm"; then
 	echo "ok: ibv_rc_pingpong fails at once: $(cat "$tmp/pp.s" "$tmp/pp.c" | grep -o 'ibv_modify_qp: qp [0-9]* to RTR' | head -1) refused"
@@ -143,18 +136,7 @@ fi
 
 # fi_pingpong over libfabric's verbs provider, FI_EP_MSG, every message checked (-c); its
 # control channel is kernel TCP, and its provider binds 127.0.0.1 as it probes.
-sock="$tmp/fi.sock"
-ip netns exec "$ns_s" bash -c "$(declare -f srv); lib=$lib common='$common'; srv $sock timeout 60 fi_pingpong -p verbs -e msg -I 50 -c" \
-	>"$tmp/fi.s" 2>&1 &
-spid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-sleep 0.3
-ip netns exec "$ns_c" bash -c "$(declare -f cli); lib=$lib common='$common'; cli $sock timeout 60 fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1" \
-	>"$tmp/fi.c" 2>&1
-rc=$?
-wait "$spid"
-src=$?
-spid=""
+pair fi 0 fi_pingpong -p verbs -e msg -I 50 -c -- fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; then
 	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
 else
@@ -165,14 +147,12 @@ fi
 # child it first met, and the server forks a child per test). The next client starts
 # once the last child has gone, its memif socket with it.
 sock="$tmp/qperf.sock"
-ip netns exec "$ns_s" bash -c "$(declare -f srv); lib=$lib common='$common'; srv $sock timeout 200 qperf" \
-	>"$tmp/qperf.s" 2>&1 &
+srv "$sock" timeout 200 qperf >"$tmp/qperf.s" 2>&1 &
 spid=$!
 sleep 0.5
 for t in rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw; do
 	for _ in $(seq 100); do [ -e "$sock" ] || break; sleep 0.1; done
-	ip netns exec "$ns_c" bash -c "$(declare -f cli); lib=$lib common='$common'; cli $sock env UIWARP_STATS=1 timeout 30 qperf 10.73.0.1 -cm1 -t 1 $t" \
-		>"$tmp/qperf.$t" 2>&1
+	cli "$sock" env UIWARP_STATS=1 timeout 30 qperf 10.73.0.1 -cm1 -t 1 "$t" >"$tmp/qperf.$t" 2>&1
 	rc=$?
 	res=$(grep -E '^ +(bw|latency) += ' "$tmp/qperf.$t" | tr -s ' ')
 	if [ "$t" = rc_rdma_write_bw ]; then
