@@ -99,6 +99,7 @@ struct uiw_mpa_params {
 	uint32_t first_delay_us;  /**< initiator: hold FPDUs this long after the Reply (siw) */
 	const uint8_t *pd;        /**< our private data (copied) */
 	uint16_t pd_len;
+	uint32_t ext;             /**< RDMAP extensions offered (UIW_MPA_EXT_*, docs/MPA.md) */
 };
 
 /** The connection as negotiated. */
@@ -115,6 +116,7 @@ struct uiw_mpa_info {
 	uint32_t mulpdu;          /**< largest ULPDU uiw_mpa_send() takes */
 	const uint8_t *pd;        /**< the peer's private data (valid during the callback) */
 	uint16_t pd_len;
+	uint32_t ext;             /**< RDMAP extensions both sides announced (UIW_MPA_EXT_*) */
 };
 
 struct uiw_mpa;

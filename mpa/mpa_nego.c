@@ -67,7 +67,7 @@ void uiw_mpa_send_request(struct uiw_mpa_conn *c)
 		.markers = p->markers, .crc = p->crc, .rev = p->rev,
 		.enhanced = p->rev == UIW_MPA_REV2, .ird = p->ird, .ord = p->ord,
 		.peer_to_peer = p->p2p && p->rev == UIW_MPA_REV2,
-		.pd = p->pd, .pd_len = p->pd_len,
+		.pd = p->pd, .pd_len = p->pd_len, .ext = p->ext,
 	};
 
 	if (in.peer_to_peer) {
@@ -201,6 +201,7 @@ struct rte_mbuf *uiw_mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	}
 	c->info.pd = rep.pd;
 	c->info.pd_len = rep.pd_len;
+	c->info.ext = c->p.ext & rep.ext;
 	c->deadline = 0;   /* the Reply came: the connect timer is done */
 	uiw_mpa_start_full(c);
 	if (c->p.first_delay_us > 0)
@@ -313,10 +314,11 @@ int uiw_mpa_send_reply(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p)
 		.enhanced = n->rev == UIW_MPA_REV2 && c->req.enhanced, .ird = n->ird, .ord = n->ord,
 		.peer_to_peer = n->p2p, .rtr_zero_send = n->rtr == UIW_MPA_RTR_SEND,
 		.rtr_write = n->rtr == UIW_MPA_RTR_WRITE, .rtr_read = n->rtr == UIW_MPA_RTR_READ,
-		.pd = p->pd, .pd_len = p->pd_len,
+		.pd = p->pd, .pd_len = p->pd_len, .ext = p->ext & c->req.ext,
 	};
 	if (p->pd_len + (out.enhanced ? UIW_MPA_V2_LEN : 0) > UIW_MPA_PD_MAX)
 		return -EINVAL;
+	n->ext = uiw_mpa_rr_ext_room(&out) ? out.ext : 0;
 	if (send_rr(c, &out) != 0) {
 		uiw_mpa_fail(c, -ENOMEM, "cannot send the MPA Reply");
 		return 0;

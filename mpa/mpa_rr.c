@@ -57,6 +57,14 @@ enum uiw_mpa_parse uiw_mpa_rr_parse(const uint8_t *buf, size_t len, bool reply, 
 		read_v2(buf + UIW_MPA_RR_LEN, out);
 	out->pd = buf + UIW_MPA_RR_LEN + v2;
 	out->pd_len = (uint16_t)(pd_len - v2);
+	if (out->pd_len >= UIW_MPA_EXT_LEN) {
+		struct uiw_mpa_ext e;
+
+		memcpy(&e, out->pd + out->pd_len - UIW_MPA_EXT_LEN, sizeof(e));
+		out->ext = uiw_mpa_ext_flags(&e);
+		if (out->ext != 0)
+			out->pd_len -= UIW_MPA_EXT_LEN;
+	}
 	*used = UIW_MPA_RR_LEN + pd_len;
 	return UIW_MPA_PARSE_OK;
 }
@@ -65,11 +73,20 @@ size_t uiw_mpa_rr_build(const struct uiw_mpa_rr_info *in, uint8_t *buf, size_t c
 {
 	bool v2 = in->rev == UIW_MPA_REV2 && in->enhanced;
 	size_t pd_len = in->pd_len + (v2 ? UIW_MPA_V2_LEN : 0);
+	bool ext = in->ext != 0 && uiw_mpa_rr_ext_room(in) &&
+		   UIW_MPA_RR_LEN + pd_len + UIW_MPA_EXT_LEN <= cap;
 	struct uiw_mpa_rr h;
 	uint8_t flags = 0;
 
 	if (pd_len > UIW_MPA_PD_MAX || UIW_MPA_RR_LEN + pd_len > cap)
 		return 0;
+	if (ext) {
+		struct uiw_mpa_ext e;
+
+		uiw_mpa_ext_set(&e, in->ext);
+		memcpy(buf + UIW_MPA_RR_LEN + pd_len, &e, sizeof(e));
+		pd_len += UIW_MPA_EXT_LEN;
+	}
 	flags |= in->markers ? UIW_MPA_FLAG_M : 0;
 	flags |= in->crc ? UIW_MPA_FLAG_C : 0;
 	flags |= in->reply && in->reject ? UIW_MPA_FLAG_R : 0;

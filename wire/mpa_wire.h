@@ -54,6 +54,19 @@ static_assert(sizeof(struct uiw_mpa_v2) == UIW_MPA_V2_LEN, "IRD/ORD words are 4 
 static_assert(offsetof(struct uiw_mpa_v2, ird) == 0, "IRD at 0");
 static_assert(offsetof(struct uiw_mpa_v2, ord) == 2, "ORD at 2");
 
+/* uiwarp's own announcement of the RDMAP extensions it speaks (docs/MPA.md): 8 octets at
+ * the end of the private data, after the consumer's, so that a peer that does not know it
+ * hands the consumer its own octets at the offsets it expects. Flags, then the magic. */
+#define UIW_MPA_EXT_LEN 8u
+#define UIW_MPA_EXT_MAGIC 0x75495778u        /* "uIWx" */
+#define UIW_MPA_EXT_RFC7306 0x1u             /* Immediate Data and Atomics (RFC 7306) */
+
+struct uiw_mpa_ext {
+	uiw_be32 flags;
+	uiw_be32 magic;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_mpa_ext) == UIW_MPA_EXT_LEN, "extension trailer is 8 bytes");
+
 static inline uint16_t uiw_mpa_pd_len(const struct uiw_mpa_rr *h) { return uiw_be16_get(h->pd_len); }
 static inline uint16_t uiw_mpa_v2_ird(const struct uiw_mpa_v2 *v) { return uiw_be16_get(v->ird); }
 static inline uint16_t uiw_mpa_v2_ord(const struct uiw_mpa_v2 *v) { return uiw_be16_get(v->ord); }
@@ -69,6 +82,18 @@ static inline void uiw_mpa_v2_set(struct uiw_mpa_v2 *v, uint16_t ird, uint16_t o
 {
 	v->ird = uiw_be16_of(ird);
 	v->ord = uiw_be16_of(ord);
+}
+
+static inline void uiw_mpa_ext_set(struct uiw_mpa_ext *e, uint32_t flags)
+{
+	e->flags = uiw_be32_of(flags);
+	e->magic = uiw_be32_of(UIW_MPA_EXT_MAGIC);
+}
+
+/** The flags of a trailer, or 0 when @p e is not one (no magic). */
+static inline uint32_t uiw_mpa_ext_flags(const struct uiw_mpa_ext *e)
+{
+	return uiw_be32_get(e->magic) == UIW_MPA_EXT_MAGIC ? uiw_be32_get(e->flags) : 0;
 }
 
 /* LLP (MPA) error codes, sent in an RDMAP Terminate with layer 2 (LLP),

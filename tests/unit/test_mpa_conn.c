@@ -162,6 +162,7 @@ static void params(struct uiw_mpa_params *p)
 	uiw_mpa_params_from_config(p, &cfg);
 	p->crc = false;
 	p->timeout_ms = 2000;
+	p->ext = 0;   /* frames byte for byte as siw's (extension_* tests turn it on) */
 }
 
 static void setup(void)
@@ -545,7 +546,8 @@ static void mpa_connect_to_raw(const struct uiw_mpa_params *ip)
 	memset(&raw, 0, sizeof(raw));
 	ck_assert_int_eq(uiw_tcp_listen(pair_b.st.tcp, PORT, 16, &raw_listen_ops, &raw), 0);
 	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
-	req_len = UIW_MPA_RR_LEN + ip->pd_len + (ip->rev == 2 ? 4u : 0u);
+	req_len = UIW_MPA_RR_LEN + ip->pd_len + (ip->rev == 2 ? 4u : 0u) +
+		  (ip->ext != 0 ? UIW_MPA_EXT_LEN : 0u);
 	ck_assert(pair_run_until(raw_has, &req_len, 2000));
 	ck_assert_uint_eq(raw.rx_len, req_len);   /* nothing after the Request */
 	ck_assert_mem_eq(raw.rx, UIW_MPA_KEY_REQ, UIW_MPA_KEY_LEN);
@@ -1104,6 +1106,72 @@ START_TEST(pd_512_with_raised_cap)
 }
 END_TEST
 
+/* docs/MPA.md: the RDMAP extensions are used only when both sides announce them, and the
+ * trailer never reaches the consumer: its private data arrives as it was given, both ways,
+ * whoever announces. _i: bit 0 the initiator announces, bit 1 the responder. */
+START_TEST(extension_used_only_when_both_announce)
+{
+	uint8_t pd[40], rpd[24];
+	struct uiw_mpa_params ip, lp;
+	bool ini_on = (_i & 1) != 0, rsp_on = (_i & 2) != 0;
+	uint32_t want = ini_on && rsp_on ? UIW_MPA_EXT_RFC7306 : 0;
+
+	params(&ip);
+	params(&lp);
+	pattern(pd, sizeof(pd), 5);
+	pattern(rpd, sizeof(rpd), 9);
+	ip.pd = pd;
+	ip.pd_len = sizeof(pd);
+	ip.ext = ini_on ? UIW_MPA_EXT_RFC7306 : 0;
+	lp.ext = rsp_on ? UIW_MPA_EXT_RFC7306 : 0;
+	rsp.accept_p = lp;
+	rsp.accept_p.pd = rpd;
+	rsp.accept_p.pd_len = sizeof(rpd);
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert(ini.established && rsp.established);
+	ck_assert_uint_eq(ini.info.ext, want);
+	ck_assert_uint_eq(rsp.info.ext, want);
+	ck_assert_int_eq(rsp.peer_pd_len, sizeof(pd));
+	ck_assert_mem_eq(rsp.peer_pd, pd, sizeof(pd));
+	ck_assert_int_eq(ini.peer_pd_len, sizeof(rpd));
+	ck_assert_mem_eq(ini.peer_pd, rpd, sizeof(rpd));
+}
+END_TEST
+
+/* The trailer sits behind the consumer's octets, so a peer that does not know it (siw) hands
+ * its consumer the Request's own private data at the offsets it expects; it is left out
+ * where it would take the frame past the 256 octets siw takes. */
+START_TEST(extension_trailer_on_the_wire)
+{
+	uint8_t pd[248], buf[UIW_MPA_RR_LEN + UIW_MPA_PD_MAX];
+	struct uiw_mpa_rr_info in = { .rev = 2, .enhanced = true, .ird = 4, .ord = 4, .pd = pd,
+				      .ext = UIW_MPA_EXT_RFC7306 }, out;
+	size_t used, len;
+
+	pattern(pd, sizeof(pd), 1);
+	in.pd_len = 12;
+	len = uiw_mpa_rr_build(&in, buf, sizeof(buf));
+	ck_assert_uint_eq(len, UIW_MPA_RR_LEN + 4 + 12 + UIW_MPA_EXT_LEN);
+	ck_assert_uint_eq(buf[19], 4 + 12 + UIW_MPA_EXT_LEN);
+	ck_assert_mem_eq(buf + UIW_MPA_RR_LEN + 4, pd, 12);
+	ck_assert_mem_eq(buf + UIW_MPA_RR_LEN + 16, "\0\0\0\x01uIWx", 8);
+	ck_assert_int_eq(uiw_mpa_rr_parse(buf, len, false, 256, &out, &used), UIW_MPA_PARSE_OK);
+	ck_assert_uint_eq(out.ext, UIW_MPA_EXT_RFC7306);
+	ck_assert_uint_eq(out.pd_len, 12);
+	/* 4 + 244 + 8 = 256 fits; 4 + 245 + 8 does not: the frame goes without the trailer. */
+	in.pd_len = 244;
+	ck_assert_uint_eq(uiw_mpa_rr_build(&in, buf, sizeof(buf)), UIW_MPA_RR_LEN + 256);
+	in.pd_len = 245;
+	len = uiw_mpa_rr_build(&in, buf, sizeof(buf));
+	ck_assert_uint_eq(len, UIW_MPA_RR_LEN + 4 + 245);
+	ck_assert_int_eq(uiw_mpa_rr_parse(buf, len, false, 256, &out, &used), UIW_MPA_PARSE_OK);
+	ck_assert_uint_eq(out.ext, 0);
+	ck_assert_uint_eq(out.pd_len, 245);
+}
+END_TEST
+
 START_TEST(responder_crc_and_reject_by_owner)
 {
 	struct uiw_mpa_params ip, lp;
@@ -1151,6 +1219,8 @@ int main(void)
 	tcase_add_loop_test(tc, stream_errors_terminated, 0, 2);
 	tcase_add_test(tc, wrong_rtr_terminated);
 	tcase_add_test(tc, pd_512_with_raised_cap);
+	tcase_add_loop_test(tc, extension_used_only_when_both_announce, 0, 4);
+	tcase_add_test(tc, extension_trailer_on_the_wire);
 	tcase_add_test(tc, responder_crc_and_reject_by_owner);
 	tcase_add_test(tc, tso_frames_cut_one_fpdu_per_segment);
 	suite_add_tcase(s, tc);
