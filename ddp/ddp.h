@@ -21,6 +21,7 @@
 #define UIW_ACCESS_LOCAL_WRITE 0x1u
 #define UIW_ACCESS_REMOTE_WRITE 0x2u
 #define UIW_ACCESS_REMOTE_READ 0x4u
+#define UIW_ACCESS_REMOTE_ATOMIC 0x8u
 
 /** A registered region: STag = 24-bit index << 8 | 8-bit key. */
 struct uiw_mr {

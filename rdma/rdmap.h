@@ -33,6 +33,11 @@
 	X(rx_write, "RDMA Writes placed")                                                    \
 	X(rx_read_req, "Read Requests taken")                                                \
 	X(rx_read_resp, "Read Responses placed")                                             \
+	X(tx_imm, "Immediate Data messages sent (RFC 7306; Writes with immediate data)")   \
+	X(rx_imm, "Immediate Data messages received")                                       \
+	X(tx_atomic, "Atomic Requests sent (RFC 7306)")                                     \
+	X(rx_atomic, "Atomic Requests served")                                              \
+	X(rx_atomic_resp, "Atomic Responses taken")                                         \
 	X(term_tx, "Terminates sent")                                                        \
 	X(term_rx, "Terminates received")                                                    \
 	X(tx_lent_wait, "Sends and Writes whose completion waited for the peer's acknowledgement") \
@@ -59,7 +64,17 @@ enum uiw_qp_state {
 /* The order matters: the SE forms are two above the plain ones (lib/verbs fill_send()). */
 enum uiw_wr_op {
 	UIW_WR_SEND, UIW_WR_SEND_INV, UIW_WR_SEND_SE, UIW_WR_SEND_SE_INV, UIW_WR_WRITE, UIW_WR_READ,
+	/* RFC 7306, on a QP whose connection both sides announced it for (uiw_qp_ext()). */
+	UIW_WR_WRITE_IMM,         /**< an RDMA Write, then Immediate Data */
+	UIW_WR_FETCH_ADD,         /**< sg[0]: 8 octets for the original value */
+	UIW_WR_CMP_SWAP,
 };
+
+/** Whether @p op waits for a response within the ORD (a Read or an atomic). */
+static inline bool uiw_wr_op_orq(enum uiw_wr_op op)
+{
+	return op == UIW_WR_READ || op == UIW_WR_FETCH_ADD || op == UIW_WR_CMP_SWAP;
+}
 
 struct uiw_send_wr {
 	uint64_t wr_id;
@@ -73,6 +88,10 @@ struct uiw_send_wr {
 	uint32_t sink_stag;       /**< Read: the local region's STag (sg[0] lies in it) */
 	uint64_t sink_to;         /**< Read: the tagged offset of sg[0].addr in that region */
 	bool lkeys;               /**< check each sg[].lkey when the WR starts (verbs) */
+	bool imm_se;              /**< Write with immediate data: Immediate Data with SE */
+	uint32_t imm;             /**< the immediate value, network order as the verbs give it */
+	uint64_t compare_add;     /**< fetch-and-add: the addend; compare-and-swap: the compare */
+	uint64_t swap;            /**< compare-and-swap: the new value */
 };
 
 struct uiw_recv_wr {
@@ -92,7 +111,10 @@ enum uiw_wc_status {
 	UIW_WC_LOC_QP_OP_ERR,     /**< the WR cannot run on this QP (a Read with an ORD of 0) */
 };
 
-enum uiw_wc_op { UIW_WC_SEND, UIW_WC_RDMA_WRITE, UIW_WC_RDMA_READ, UIW_WC_RECV };
+enum uiw_wc_op {
+	UIW_WC_SEND, UIW_WC_RDMA_WRITE, UIW_WC_RDMA_READ, UIW_WC_RECV,
+	UIW_WC_RECV_RDMA_WITH_IMM, UIW_WC_FETCH_ADD, UIW_WC_COMP_SWAP,
+};
 
 struct uiw_wc {
 	uint64_t wr_id;
@@ -101,7 +123,8 @@ struct uiw_wc {
 	uint32_t byte_len;
 	uint32_t qp_num;
 	uint32_t inv_stag;        /**< the STag a Send with Invalidate invalidated */
-	bool with_inv, solicited;
+	bool with_inv, solicited, with_imm;
+	uint32_t imm;             /**< Immediate Data's value (network order), with_imm */
 };
 
 /* CQs and SRQs may serve QPs of several engines, each pushing or taking from its own
@@ -255,6 +278,8 @@ struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp);
 /** Read Requests the QP may have outstanding (the negotiated ORD). */
 uint16_t uiw_qp_ord(const struct uiw_qp *qp);
 const uint64_t *uiw_qp_counters(const struct uiw_qp *qp);
+/** The RDMAP extensions both ends announced (UIW_MPA_EXT_*; 0 before establishment). */
+uint32_t uiw_qp_ext(const struct uiw_qp *qp);
 /** Why the QP left RTS (a Terminate in or out and its cause, a reset, a close); "" before. */
 const char *uiw_qp_why(const struct uiw_qp *qp);
 

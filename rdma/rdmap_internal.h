@@ -14,6 +14,8 @@
 
 struct orq_entry {
 	uint32_t sq_idx;
+	bool atomic;              /* an Atomic Request (RFC 7306): req_id names it */
+	uint32_t req_id;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	struct uiw_sge sink;
@@ -23,6 +25,9 @@ struct orq_entry {
 /* A Read Request taken: its source is named, not pointed to, and checked again each time
  * more of the response is built (the region may be deregistered or invalidated meanwhile). */
 struct irq_entry {
+	bool atomic;              /* an Atomic Request done: its response carries orig */
+	uint32_t req_id;
+	uint64_t orig;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint32_t src_stag;
@@ -49,6 +54,10 @@ struct uiw_qp {
 	struct uiw_recv_wr rx_cur;         /* the receive the Send under way fills */
 	bool rx_have_cur;
 	uint8_t rx_cur_op;                 /* the RDMAP opcode of the Send under way */
+	uint32_t ext;                      /* RFC 7306 announced by both ends (UIW_MPA_EXT_*) */
+	uint32_t rx_write_acc;             /* octets of the Write message under way */
+	uint32_t rx_write_last;            /* octets of the last whole Write (for Immediate Data) */
+	uint32_t atomic_id;                /* the next Atomic Request's identifier */
 	/* The ORQ and the IRQ are sized by the ORD and IRD the connection negotiated, when it
 	 * is established (not for the 128 they may be: 10 KiB a QP that way). */
 	struct orq_entry *orq;
@@ -65,6 +74,7 @@ struct uiw_qp {
 
 	/* Transmit: the message under way (messages go out whole, one after another). */
 	enum tx_kind tx_kind;
+	uint8_t tx_phase;                  /* a Write with immediate data: 1 once the Write is out */
 	bool destroying;                   /* lent memory coming back completes nothing */
 	bool in_lent_back;                 /* completing from inside TCP's free of acked mbufs */
 	bool cq_lost;                      /* a completion was lost there: Terminate next pump */

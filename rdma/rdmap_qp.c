@@ -99,7 +99,14 @@ void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *w
 
 static enum uiw_wc_op wc_op(enum uiw_wr_op op)
 {
-	return op == UIW_WR_WRITE ? UIW_WC_RDMA_WRITE : op == UIW_WR_READ ? UIW_WC_RDMA_READ : UIW_WC_SEND;
+	switch (op) {
+	case UIW_WR_WRITE:
+	case UIW_WR_WRITE_IMM: return UIW_WC_RDMA_WRITE;
+	case UIW_WR_READ: return UIW_WC_RDMA_READ;
+	case UIW_WR_FETCH_ADD: return UIW_WC_FETCH_ADD;
+	case UIW_WR_CMP_SWAP: return UIW_WC_COMP_SWAP;
+	default: return UIW_WC_SEND;
+	}
 }
 
 /* Completions leave in posting order: a Send behind an unanswered Read waits for it. */
@@ -304,8 +311,12 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 {
 	struct uiw_send_wr *slot;
 
-	if (wr->nsge > UIW_MAX_SGE || (wr->op == UIW_WR_READ && wr->nsge != 1))
+	if (wr->nsge > UIW_MAX_SGE || (uiw_wr_op_orq(wr->op) && wr->nsge != 1) ||
+	    (uiw_wr_op_orq(wr->op) && wr->op != UIW_WR_READ && wr->sg[0].len != 8))
 		return -EINVAL;
+	/* RFC 7306 only where both ends announced it (docs/MPA.md). */
+	if (wr->op >= UIW_WR_WRITE_IMM && !(qp->ext & UIW_MPA_EXT_RFC7306))
+		return -EOPNOTSUPP;
 	slot = uiw_sq_next(&qp->sq);
 	if (slot == NULL)
 		return -ENOMEM;
@@ -418,6 +429,7 @@ uint16_t uiw_qp_ord(const struct uiw_qp *qp) { return qp->ord; }
 const uint64_t *uiw_qp_counters(const struct uiw_qp *qp) { return qp->c; }
 const char *uiw_qp_why(const struct uiw_qp *qp) { return qp->why; }
 const struct uiw_term_info *uiw_qp_term_rx(const struct uiw_qp *qp) { return &qp->term_rx; }
+uint32_t uiw_qp_ext(const struct uiw_qp *qp) { return qp->ext; }
 const struct uiw_term_info *uiw_qp_term_tx(const struct uiw_qp *qp) { return &qp->term_tx; }
 
 /* ---- The MPA connection under the QP. ---- */
@@ -426,6 +438,9 @@ static void on_established(void *user, struct uiw_mpa_conn *c, const struct uiw_
 {
 	struct uiw_qp *qp = user;
 
+	/* RFC 7306 adds the Atomic Response queue, where both ends announced it. */
+	qp->ext = n->ext;
+	qp->ddp.nq = (n->ext & UIW_MPA_EXT_RFC7306) ? UIW_RDMAP_QUEUES_EXT : UIW_RDMAP_QUEUES;
 	/* From here ULPDUs go MPA -> DDP -> uiw_qp_rx, whoever owns the connection's events. */
 	uiw_ddp_stream_attach(&qp->ddp, c);
 	qp->ord = n->ord < UIW_MPA_IRD_ORD_MAX ? n->ord : UIW_MPA_IRD_ORD_MAX;

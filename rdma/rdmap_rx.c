@@ -55,8 +55,12 @@ static int rx_write(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const stru
 			return tagged_error(qp, r, u, s);
 		uiw_ddp_place(u, s->hdr_len, s->len, &dst, 1, 0);
 	}
-	if (s->last)
+	qp->rx_write_acc += s->len;
+	if (s->last) {
+		qp->rx_write_last = qp->rx_write_acc;   /* an Immediate Data's byte_len */
+		qp->rx_write_acc = 0;
 		qp_count(qp, UIW_RDMAP_C_rx_write);
+	}
 	return 0;
 }
 
@@ -64,7 +68,8 @@ static int rx_read_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const 
 {
 	struct orq_entry *o;
 
-	if (uiw_ring_empty(&qp->orq_ring))
+	if (uiw_ring_empty(&qp->orq_ring) ||
+	    qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)].atomic)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "Read Response with no Read outstanding");
 	o = &qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)];
 	uint8_t code = uiw_ddp_tagged_window(s, o->sink_stag, o->sink_to + o->placed,
@@ -172,16 +177,26 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 	return s->last ? send_done(qp, u, s, op) : 0;
 }
 
+/* Whether the IRD has room for one more request. Responses the peer has acknowledged no
+ * longer count (this segment's ACK has been taken: TCP handles it before the data). */
+static bool irq_room(struct uiw_qp *qp)
+{
+	while (!uiw_ring_empty(&qp->irq_sent_ring) && qp->ddp.conn != NULL &&
+	       uiw_mpa_acked(qp->ddp.conn, qp->irq_sent[uiw_ring_slot(&qp->irq_sent_ring,
+								 qp->irq_sent_ring.head)]))
+		uiw_ring_pop(&qp->irq_sent_ring);
+	return uiw_ring_count(&qp->irq_ring) + uiw_ring_count(&qp->irq_sent_ring) < qp->ird;
+}
+
 static int read_req_error(struct uiw_qp *qp, enum uiw_stag_check r, const struct uiw_mpa_ulpdu *u,
-			  const struct uiw_ddp_seg *s)
+			  const struct uiw_ddp_seg *s, const char *why)
 {
 	/* RFC 5040 §4.8 Remote Protection codes, with the Read Request echoed. */
 	static const uint8_t code[] = { [UIW_STAG_INVALID] = 0x00, [UIW_STAG_BOUNDS] = 0x01,
 					[UIW_STAG_ACCESS] = 0x02, [UIW_STAG_PD] = 0x03,
 					[UIW_STAG_WRAP] = 0x04 };
 
-	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, code[r], u, s, true,
-		    "Read Request for memory it may not read");
+	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, code[r], u, s, true, why);
 }
 
 static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
@@ -196,13 +211,7 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 				? "Read Request with an MO" : "Read Request with an unexpected MSN");
 	if (!s->last || s->len != sizeof(rr))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, "Read Request of the wrong size");
-	/* Responses the peer has acknowledged no longer count (this segment's ACK has
-	 * been taken: TCP handles it before the data). */
-	while (!uiw_ring_empty(&qp->irq_sent_ring) && qp->ddp.conn != NULL &&
-	       uiw_mpa_acked(qp->ddp.conn, qp->irq_sent[uiw_ring_slot(&qp->irq_sent_ring,
-								 qp->irq_sent_ring.head)]))
-		uiw_ring_pop(&qp->irq_sent_ring);
-	if (uiw_ring_count(&qp->irq_ring) + uiw_ring_count(&qp->irq_sent_ring) >= qp->ird)
+	if (!irq_room(qp))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, true,
 			    uiw_ring_empty(&qp->irq_sent_ring) ? "Read Requests beyond the IRD"
 			    : "Read Requests beyond the IRD (counting responses not yet acknowledged)");
@@ -216,7 +225,7 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 						       src_to, size, UIW_ACCESS_REMOTE_READ, &mr);
 
 		if (r != UIW_STAG_OK)
-			return read_req_error(qp, r, u, s);
+			return read_req_error(qp, r, u, s, "Read Request for memory it may not read");
 	}
 	qp->irq[uiw_ring_push(&qp->irq_ring)] = (struct irq_entry){
 		.sink_stag = uiw_rdmap_rr_sink_stag(&rr), .sink_to = uiw_rdmap_rr_sink_to(&rr),
@@ -224,6 +233,140 @@ static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_READ_REQ);
 	qp_count(qp, UIW_RDMAP_C_rx_read_req);
 	uiw_qp_pump(qp);
+	return 0;
+}
+
+/* RFC 7306 Immediate Data (after a Write with immediate data): a message of 8 octets on
+ * QN 0 that takes a receive, as a Send does, and completes it with the value. */
+static int rx_imm(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+		  uint8_t op)
+{
+	struct uiw_rdmap_imm imm;
+	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_SEND, true);
+
+	if (code != 0)
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
+				? "Immediate Data with an unexpected MO" : "Immediate Data with an unexpected MSN");
+	if (!s->last || s->len != sizeof(imm))
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
+			    "Immediate Data of the wrong size");
+	if (!uiw_qp_take_recv(qp))
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
+				"Immediate Data with no receive posted");
+	uiw_mpa_ulpdu_copy(u, s->hdr_len, &imm, sizeof(imm));
+	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND);
+	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV_RDMA_WITH_IMM,
+			     .byte_len = qp->rx_write_last, .qp_num = qp->qp_num, .with_imm = true,
+			     .solicited = op == UIW_RDMAP_IMM_SE };
+
+	memcpy(&wc.imm, imm.data, sizeof(wc.imm));
+	qp->rx_have_cur = false;
+	qp->rx_write_last = 0;
+	qp_count(qp, UIW_RDMAP_C_rx_imm);
+	uiw_qp_cq_push(qp, qp->rcq, &wc);
+	return 0;
+}
+
+/* The operation of RFC 7306 on the 64-bit word at @p p, atomically against every other
+ * access through atomics (other QPs, engines, the application's own). @return the
+ * original value. An Add Mask bit stops the carry out of its position (a partitioned add;
+ * 0 is a plain add); Swap and Compare masks name the bits that take part. */
+static uint64_t atomic_apply(uint64_t *p, const struct uiw_atomic_args *a)
+{
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED), nv;
+
+	do {
+		if (a->op == UIW_ATOMIC_FETCH_ADD) {
+			uint64_t x = old, y = a->add_swap;
+
+			while (y != 0) {
+				uint64_t carry = x & y & ~a->add_swap_mask;
+
+				x ^= y;
+				y = carry << 1;
+			}
+			nv = x;
+		} else if (a->op == UIW_ATOMIC_CMP_SWAP && ((old ^ a->compare) & a->compare_mask) != 0) {
+			return old;   /* no match: nothing written */
+		} else {
+			nv = (old & ~a->add_swap_mask) | (a->add_swap & a->add_swap_mask);
+		}
+	} while (!__atomic_compare_exchange_n(p, &old, nv, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	return old;
+}
+
+/* RFC 7306 Atomic Request: on the Read Request queue, within the IRD as Reads are, to an
+ * 8-octet aligned word of a region registered for remote atomic access. */
+static int rx_atomic_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
+{
+	struct uiw_rdmap_atomic_req rq;
+	struct uiw_atomic_args a;
+	struct uiw_mr *mr;
+	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_READ_REQ, true);
+
+	if (code != 0)
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
+				? "Atomic Request with an MO" : "Atomic Request with an unexpected MSN");
+	if (!s->last || s->len != sizeof(rq))
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
+			    "Atomic Request of the wrong size");
+	if (!irq_room(qp))
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, false,
+			    "Atomic Requests beyond the IRD");
+	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rq, sizeof(rq));
+	if (uiw_rdmap_atomic_req_get(&rq, &a) > UIW_ATOMIC_CMP_SWAP)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false,
+			    "Atomic Request with an unknown operation");
+	enum uiw_stag_check r = uiw_stag_check(qp->stags, a.stag, qp->pd, a.to, 8,
+					       UIW_ACCESS_REMOTE_ATOMIC, &mr);
+
+	if (r != UIW_STAG_OK)
+		return read_req_error(qp, r, u, s, "Atomic Request for memory it may not change");
+	uint8_t *at = mr->addr + (a.to - mr->va);
+
+	if (((uintptr_t)at & 7) != 0)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, 0x01, u, s, false,
+			    "Atomic Request for a word not aligned to 8 octets");
+	qp->irq[uiw_ring_push(&qp->irq_ring)] = (struct irq_entry){
+		.atomic = true, .req_id = a.req_id, .orig = atomic_apply((uint64_t *)(void *)at, &a) };
+	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_READ_REQ);
+	qp_count(qp, UIW_RDMAP_C_rx_atomic);
+	uiw_qp_pump(qp);
+	return 0;
+}
+
+/* RFC 7306 Atomic Response: for the oldest request outstanding, which must be an atomic
+ * one with this identifier; the original value goes to the work request's 8 octets. */
+static int rx_atomic_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
+{
+	struct uiw_rdmap_atomic_resp rp;
+	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_ATOMIC_RESP, true);
+
+	if (code != 0)
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
+				? "Atomic Response with an MO" : "Atomic Response with an unexpected MSN");
+	if (!s->last || s->len != sizeof(rp))
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
+			    "Atomic Response of the wrong size");
+	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rp, sizeof(rp));
+	struct orq_entry *o = uiw_ring_empty(&qp->orq_ring) ? NULL
+			      : &qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)];
+
+	if (o == NULL || !o->atomic || o->req_id != uiw_rdmap_atomic_resp_id(&rp))
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false,
+			    "Atomic Response with no such Atomic Request outstanding");
+	uint64_t orig = uiw_rdmap_atomic_resp_orig(&rp);
+	struct uiw_sq_entry *e = &qp->sq.e[o->sq_idx & qp->sq.mask];
+
+	memcpy(o->sink.addr, &orig, sizeof(orig));   /* host order, as the verbs return it */
+	e->done = true;
+	e->status = UIW_WC_SUCCESS;
+	e->len = sizeof(orig);
+	uiw_ring_pop(&qp->orq_ring);
+	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_ATOMIC_RESP);
+	qp_count(qp, UIW_RDMAP_C_rx_atomic_resp);
+	uiw_qp_complete_sq(qp);
+	uiw_qp_pump(qp);   /* the ORD has room again */
 	return 0;
 }
 
@@ -254,19 +397,32 @@ static int rx_term(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
 		       uint8_t op)
 {
-	uint32_t want_qn = op == UIW_RDMAP_READ_REQ ? UIW_DDP_QN_READ_REQ
-			   : op == UIW_RDMAP_TERMINATE ? UIW_DDP_QN_TERMINATE : UIW_DDP_QN_SEND;
+	static const uint8_t want_qn[] = {
+		[UIW_RDMAP_READ_REQ] = UIW_DDP_QN_READ_REQ, [UIW_RDMAP_TERMINATE] = UIW_DDP_QN_TERMINATE,
+		[UIW_RDMAP_SEND] = UIW_DDP_QN_SEND, [UIW_RDMAP_SEND_INV] = UIW_DDP_QN_SEND,
+		[UIW_RDMAP_SEND_SE] = UIW_DDP_QN_SEND, [UIW_RDMAP_SEND_SE_INV] = UIW_DDP_QN_SEND,
+		[UIW_RDMAP_IMM] = UIW_DDP_QN_SEND, [UIW_RDMAP_IMM_SE] = UIW_DDP_QN_SEND,
+		[UIW_RDMAP_ATOMIC_REQ] = UIW_DDP_QN_READ_REQ,
+		[UIW_RDMAP_ATOMIC_RESP] = UIW_DDP_QN_ATOMIC_RESP,
+	};
+	/* RFC 7306's opcodes only on a stream both ends announced it for (docs/MPA.md);
+	 * otherwise they are as unknown as any other (RFC 5040 §4.8). */
+	uint8_t last = (qp->ext & UIW_MPA_EXT_RFC7306) ? UIW_RDMAP_ATOMIC_RESP : UIW_RDMAP_TERMINATE;
 
-	if (op == UIW_RDMAP_WRITE || op == UIW_RDMAP_READ_RESP || op > UIW_RDMAP_TERMINATE)
+	if (op == UIW_RDMAP_WRITE || op == UIW_RDMAP_READ_RESP || op > last)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "unexpected opcode");
 	/* RFC 5041 §7.2: the queue first; its MSN and MO when the message's handler asks. */
-	if (uiw_ddp_untagged_check(&qp->ddp, s, want_qn, false) != 0)
+	if (uiw_ddp_untagged_check(&qp->ddp, s, want_qn[op], false) != 0)
 		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_QN, u, s, "invalid queue number");
-	if (op == UIW_RDMAP_READ_REQ)
-		return rx_read_req(qp, u, s);
-	if (op == UIW_RDMAP_TERMINATE)
-		return rx_term(qp, u, s);
-	return rx_send(qp, u, s, op);
+	switch (op) {
+	case UIW_RDMAP_READ_REQ: return rx_read_req(qp, u, s);
+	case UIW_RDMAP_TERMINATE: return rx_term(qp, u, s);
+	case UIW_RDMAP_IMM:
+	case UIW_RDMAP_IMM_SE: return rx_imm(qp, u, s, op);
+	case UIW_RDMAP_ATOMIC_REQ: return rx_atomic_req(qp, u, s);
+	case UIW_RDMAP_ATOMIC_RESP: return rx_atomic_resp(qp, u, s);
+	default: return rx_send(qp, u, s, op);
+	}
 }
 
 int uiw_qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *seg,

@@ -12,6 +12,44 @@ static const uint8_t send_opcode[] = {
 	[UIW_WR_SEND_SE] = UIW_RDMAP_SEND_SE, [UIW_WR_SEND_SE_INV] = UIW_RDMAP_SEND_SE_INV,
 };
 
+/* RFC 7306: a Write with immediate data is the Write, then an Immediate Data message on
+ * QN 0 (it takes one of the peer's receives, as a Send does). */
+static int tx_write_imm(struct uiw_qp *qp, const struct uiw_send_wr *wr)
+{
+	struct uiw_rdmap_imm imm = { { 0 } };
+
+	if (qp->tx_phase == 0) {
+		int rc = uiw_ddp_stream_send_tagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_WRITE), wr->rkey,
+						    wr->remote_addr, wr->sg, wr->nsge);
+
+		if (rc <= 0)
+			return rc;
+		qp->tx_phase = 1;
+		qp->ddp.tx.off = 0;
+	}
+	memcpy(imm.data, &wr->imm, sizeof(wr->imm));
+	return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(wr->imm_se ? UIW_RDMAP_IMM_SE
+								     : UIW_RDMAP_IMM),
+					    0, UIW_DDP_QN_SEND, &imm, sizeof(imm), NULL, 0);
+}
+
+/* RFC 7306 Atomic Request on the Read Request queue; the masks make plain verbs atomics
+ * (no carry stops, every bit swapped and compared). */
+static int tx_atomic(struct uiw_qp *qp, const struct uiw_send_wr *wr)
+{
+	bool add = wr->op == UIW_WR_FETCH_ADD;
+	struct uiw_atomic_args a = {
+		.op = add ? UIW_ATOMIC_FETCH_ADD : UIW_ATOMIC_CMP_SWAP, .req_id = qp->atomic_id,
+		.stag = wr->rkey, .to = wr->remote_addr, .add_swap = add ? wr->compare_add : wr->swap,
+		.add_swap_mask = add ? 0 : UINT64_MAX, .compare = add ? 0 : wr->compare_add,
+		.compare_mask = add ? 0 : UINT64_MAX };
+	struct uiw_rdmap_atomic_req r;
+
+	uiw_rdmap_atomic_req_set(&r, &a);
+	return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_ATOMIC_REQ), 0,
+					    UIW_DDP_QN_READ_REQ, &r, sizeof(r), NULL, 0);
+}
+
 /* Sends (more of) the work request at sq_tx. @return 1 done, 0 out of room, <0 error. */
 static int tx_sq(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
@@ -21,6 +59,11 @@ static int tx_sq(struct uiw_qp *qp, struct uiw_sq_entry *e)
 	case UIW_WR_WRITE:
 		return uiw_ddp_stream_send_tagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_WRITE), wr->rkey,
 						  wr->remote_addr, wr->sg, wr->nsge);
+	case UIW_WR_WRITE_IMM:
+		return tx_write_imm(qp, wr);
+	case UIW_WR_FETCH_ADD:
+	case UIW_WR_CMP_SWAP:
+		return tx_atomic(qp, wr);
 	case UIW_WR_READ: {
 		struct uiw_rdmap_read_req rr;
 
@@ -41,12 +84,14 @@ static int tx_sq(struct uiw_qp *qp, struct uiw_sq_entry *e)
 static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
 	e->len = (uint32_t)uiw_sge_total(e->wr.sg, e->wr.nsge);
-	if (e->wr.op == UIW_WR_READ) {
+	if (uiw_wr_op_orq(e->wr.op)) {
 		struct orq_entry *o = &qp->orq[uiw_ring_push(&qp->orq_ring)];
+		bool atomic = e->wr.op != UIW_WR_READ;
 
 		*o = (struct orq_entry){ .sq_idx = qp->sq.tx, .sink_stag = e->wr.sink_stag,
-					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0] };
-		qp_count(qp, UIW_RDMAP_C_tx_read_req);
+					 .sink_to = e->wr.sink_to, .sink = e->wr.sg[0],
+					 .atomic = atomic, .req_id = atomic ? qp->atomic_id++ : 0 };
+		qp_count(qp, atomic ? UIW_RDMAP_C_tx_atomic : UIW_RDMAP_C_tx_read_req);
 	} else {
 		/* All handed to MPA: it completes once nothing refers to its memory (RFC 5040
 		 * §5.1 hands the buffer back only then); octets copied are no longer counted. */
@@ -54,8 +99,10 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 		e->status = UIW_WC_SUCCESS;
 		if (rte_mbuf_ext_refcnt_update(&e->lend, -1) != 0)
 			qp_count(qp, UIW_RDMAP_C_tx_lent_wait);
-		if (e->wr.op == UIW_WR_WRITE) {
+		if (e->wr.op == UIW_WR_WRITE || e->wr.op == UIW_WR_WRITE_IMM) {
 			qp_count(qp, UIW_RDMAP_C_tx_write);
+			if (e->wr.op == UIW_WR_WRITE_IMM)
+				qp_count(qp, UIW_RDMAP_C_tx_imm);
 		} else {
 			qp_count(qp, UIW_RDMAP_C_tx_send);
 		}
@@ -74,6 +121,14 @@ static int tx_irq(struct uiw_qp *qp)
 	struct uiw_sge src = { NULL, 0 };
 	struct uiw_mr *mr;
 
+	if (r->atomic) {
+		struct uiw_rdmap_atomic_resp a;
+
+		/* RFC 7306: the response goes in order with the Read Responses, on its queue. */
+		uiw_rdmap_atomic_resp_set(&a, r->req_id, r->orig);
+		return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_ATOMIC_RESP), 0,
+						    UIW_DDP_QN_ATOMIC_RESP, &a, sizeof(a), NULL, 0);
+	}
 	if (r->size > 0) {
 		enum uiw_stag_check k = uiw_stag_check(qp->stags, r->src_stag, qp->pd, r->src_to,
 						       r->size, UIW_ACCESS_REMOTE_READ, &mr);
@@ -102,7 +157,7 @@ static enum tx_kind pick(struct uiw_qp *qp)
 
 	if (qp->term_pending)
 		return TX_TERM;
-	if (sq_ready && qp->sq.e[qp->sq.tx & qp->sq.mask].wr.op == UIW_WR_READ && qp->ord > 0 &&
+	if (sq_ready && uiw_wr_op_orq(qp->sq.e[qp->sq.tx & qp->sq.mask].wr.op) && qp->ord > 0 &&
 	    uiw_ring_count(&qp->orq_ring) >= qp->ord)
 		sq_ready = false;   /* ORD reached: the Read waits for a response */
 	if (irq_ready && (!sq_ready || qp->irq_burst < IRQ_BURST))
@@ -156,11 +211,12 @@ static bool sq_fail(struct uiw_qp *qp, struct uiw_sq_entry *e, enum uiw_wc_statu
 
 static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
-	unsigned access = e->wr.op == UIW_WR_READ ? UIW_ACCESS_LOCAL_WRITE : 0;
+	unsigned access = uiw_wr_op_orq(e->wr.op) ? UIW_ACCESS_LOCAL_WRITE : 0;
 
 	/* The peer's IRD was 0 (RFC 6581 §7.1): no Read may be sent on this stream. As siw,
-	 * the Read fails at once, instead of waiting for room that never comes. */
-	if (e->wr.op == UIW_WR_READ && qp->ord == 0)
+	 * the Read fails at once, instead of waiting for room that never comes. Atomics
+	 * count against the ORD as Reads do (RFC 7306). */
+	if (uiw_wr_op_orq(e->wr.op) && qp->ord == 0)
 		return sq_fail(qp, e, UIW_WC_LOC_QP_OP_ERR, UIW_RDMAP_C_tx_read_no_ord,
 			       "a Read posted with an ORD of 0 (the peer's IRD)");
 	if (!e->wr.lkeys)
@@ -194,7 +250,7 @@ static void sq_lent_back(void *addr, void *opaque)
  * RDMAP's own, given back when the message is all sent (sq_sent) or flushed. */
 static struct rte_mbuf_ext_shared_info *sq_lend(struct uiw_qp *qp, struct uiw_sq_entry *e)
 {
-	if (e->wr.op == UIW_WR_READ)
+	if (uiw_wr_op_orq(e->wr.op))
 		return NULL;
 	e->qp = qp;
 	e->lend.free_cb = sq_lent_back;
@@ -218,6 +274,7 @@ void uiw_qp_pump(struct uiw_qp *qp)
 			if (k == TX_SQ && !sq_check(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask]))
 				return;   /* Terminated: the pump ran again from there */
 			qp->tx_kind = k;
+			qp->tx_phase = 0;
 			qp->ddp.tx.off = 0;
 			qp->ddp.tx.lend = k == TX_SQ ? sq_lend(qp, &qp->sq.e[qp->sq.tx & qp->sq.mask])
 						   : NULL;

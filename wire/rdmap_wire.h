@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/** @file RDMAP message bodies (RFC 5040 §4): Read Request and Terminate. */
+/** @file RDMAP message bodies (RFC 5040 §4): Read Request and Terminate; RFC 7306's
+ *  Immediate Data and Atomic Request and Response. */
 #ifndef UIW_RDMAP_WIRE_H
 #define UIW_RDMAP_WIRE_H
 
@@ -21,6 +22,10 @@
 #define UIW_DDP_QN_READ_REQ 1
 #define UIW_DDP_QN_TERMINATE 2
 #define UIW_RDMAP_QUEUES 3
+/* RFC 7306 (used only where both sides announced it, docs/MPA.md): Atomic Requests share
+ * the Read Request queue, Atomic Responses have their own; Immediate Data is on QN 0. */
+#define UIW_DDP_QN_ATOMIC_RESP 3
+#define UIW_RDMAP_QUEUES_EXT 4
 
 /* RFC 5040 §4.3 opcodes. */
 #define UIW_RDMAP_WRITE 0
@@ -31,6 +36,17 @@
 #define UIW_RDMAP_SEND_SE 5
 #define UIW_RDMAP_SEND_SE_INV 6
 #define UIW_RDMAP_TERMINATE 7
+/* RFC 7306 opcodes. */
+#define UIW_RDMAP_IMM 8
+#define UIW_RDMAP_IMM_SE 9
+#define UIW_RDMAP_ATOMIC_REQ 10
+#define UIW_RDMAP_ATOMIC_RESP 11
+
+/* RFC 7306 atomic operation codes (the low 4 bits of the request's first word; Wireshark
+ * names 0 and 2 FetchAdd and CmpSwap). */
+#define UIW_ATOMIC_FETCH_ADD 0
+#define UIW_ATOMIC_SWAP 1
+#define UIW_ATOMIC_CMP_SWAP 2
 
 /* RFC 5040 §4.8: the Terminate control word. Layer and EType share the first byte. */
 #define UIW_TERM_LAYER_RDMAP 0
@@ -65,6 +81,80 @@ struct uiw_rdmap_term {
 	uint8_t rsvd;
 } __attribute__((packed));
 static_assert(sizeof(struct uiw_rdmap_term) == 4, "Terminate control is 4 bytes");
+
+/* RFC 7306 Immediate Data: 8 octets of the ULP's. The verbs' 32-bit immediate value goes
+ * in the first four (as the application gave it, network order), the rest zero. */
+struct uiw_rdmap_imm {
+	uint8_t data[8];
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_rdmap_imm) == 8, "Immediate Data is 8 bytes");
+
+/* RFC 7306 Atomic Request body, after the untagged DDP header. */
+struct uiw_rdmap_atomic_req {
+	uiw_be32 op;              /* Reserved (28) | Atomic Operation (4) */
+	uiw_be32 req_id;
+	uiw_be32 stag;
+	uiw_be64 to;
+	uiw_be64 add_swap;
+	uiw_be64 add_swap_mask;
+	uiw_be64 compare;
+	uiw_be64 compare_mask;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_rdmap_atomic_req) == 52, "Atomic Request body is 52 bytes");
+static_assert(offsetof(struct uiw_rdmap_atomic_req, to) == 12, "remote TO at 12");
+static_assert(offsetof(struct uiw_rdmap_atomic_req, compare_mask) == 44, "compare mask at 44");
+
+/* RFC 7306 Atomic Response body: the request's identifier and the original value. */
+struct uiw_rdmap_atomic_resp {
+	uiw_be32 req_id;
+	uiw_be64 orig;
+} __attribute__((packed));
+static_assert(sizeof(struct uiw_rdmap_atomic_resp) == 12, "Atomic Response body is 12 bytes");
+
+/* The fields of an Atomic Request, in host order. */
+struct uiw_atomic_args {
+	uint8_t op;
+	uint32_t req_id, stag;
+	uint64_t to, add_swap, add_swap_mask, compare, compare_mask;
+};
+
+static inline void uiw_rdmap_atomic_req_set(struct uiw_rdmap_atomic_req *r,
+					    const struct uiw_atomic_args *a)
+{
+	r->op = uiw_be32_of(a->op & 0x0fu);
+	r->req_id = uiw_be32_of(a->req_id);
+	r->stag = uiw_be32_of(a->stag);
+	r->to = uiw_be64_of(a->to);
+	r->add_swap = uiw_be64_of(a->add_swap);
+	r->add_swap_mask = uiw_be64_of(a->add_swap_mask);
+	r->compare = uiw_be64_of(a->compare);
+	r->compare_mask = uiw_be64_of(a->compare_mask);
+}
+
+/** @return the operation's 32-bit word (its reserved bits included, for the caller to
+ *  check), and the fields in @p a. */
+static inline uint32_t uiw_rdmap_atomic_req_get(const struct uiw_rdmap_atomic_req *r,
+					       struct uiw_atomic_args *a)
+{
+	uint32_t word = uiw_be32_get(r->op);
+
+	*a = (struct uiw_atomic_args){
+		.op = (uint8_t)(word & 0x0fu), .req_id = uiw_be32_get(r->req_id),
+		.stag = uiw_be32_get(r->stag), .to = uiw_be64_get(r->to),
+		.add_swap = uiw_be64_get(r->add_swap), .add_swap_mask = uiw_be64_get(r->add_swap_mask),
+		.compare = uiw_be64_get(r->compare), .compare_mask = uiw_be64_get(r->compare_mask) };
+	return word;
+}
+
+static inline void uiw_rdmap_atomic_resp_set(struct uiw_rdmap_atomic_resp *r, uint32_t req_id,
+					     uint64_t orig)
+{
+	r->req_id = uiw_be32_of(req_id);
+	r->orig = uiw_be64_of(orig);
+}
+
+static inline uint32_t uiw_rdmap_atomic_resp_id(const struct uiw_rdmap_atomic_resp *r) { return uiw_be32_get(r->req_id); }
+static inline uint64_t uiw_rdmap_atomic_resp_orig(const struct uiw_rdmap_atomic_resp *r) { return uiw_be64_get(r->orig); }
 
 static inline void uiw_rdmap_read_req_set(struct uiw_rdmap_read_req *r, uint32_t sink_stag,
 					  uint64_t sink_to, uint32_t size, uint32_t src_stag,

@@ -670,7 +670,9 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = UIW_MPA_IRD_ORD_MAX;
 	a->max_qp_init_rd_atom = UIW_MPA_IRD_ORD_MAX;
 	a->max_res_rd_atom = UIW_MPA_IRD_ORD_MAX << 16;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/* RFC 7306 atomics, toward peers that announce them too (docs/MPA.md): a post to
+	 * any other peer fails at once with EOPNOTSUPP. */
+	a->atomic_cap = d->mpa_params.ext & UIW_MPA_EXT_RFC7306 ? IBV_ATOMIC_HCA : IBV_ATOMIC_NONE;
 	a->max_srq = 1 << 16;
 	a->max_srq_wr = 32768;
 	a->max_srq_sge = UIW_MAX_SGE;
@@ -729,9 +731,9 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 	UIW_API_LOCK();
 	struct uiw_dev *d = ctx_dev(pd->context);
 	struct uiw_mr_v *m = calloc(1, sizeof(*m));
-	/* Remote atomic access is taken as Linux takes it (siw too) and grants nothing: the
-	 * device offers no atomics (atomic_cap IBV_ATOMIC_NONE), and a peer's atomic request
-	 * is answered with a Terminate. */
+	/* Remote atomic access lets a peer that announced RFC 7306 change the region's
+	 * aligned 64-bit words; any other peer's Atomic Request is answered with a Terminate
+	 * (unexpected opcode). */
 	static const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
 				      IBV_ACCESS_RELAXED_ORDERING;
@@ -754,7 +756,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 		return NULL;
 	}
 	m->m = uiw_stag_register(&d->stags, ((struct uiw_pd_v *)pd)->pdn, addr, length,
-				 (uintptr_t)addr, (unsigned)access & 7u,
+				 (uintptr_t)addr, (unsigned)access & 15u,
 				 uiw_stag_random_key(&d->stags));
 	if (m->m == NULL) {
 		free(m);
@@ -935,7 +937,10 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	static const enum ibv_wc_opcode ops[] = { [UIW_WC_SEND] = IBV_WC_SEND,
 						  [UIW_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
 						  [UIW_WC_RDMA_READ] = IBV_WC_RDMA_READ,
-						  [UIW_WC_RECV] = IBV_WC_RECV };
+						  [UIW_WC_RECV] = IBV_WC_RECV,
+						  [UIW_WC_RECV_RDMA_WITH_IMM] = IBV_WC_RECV_RDMA_WITH_IMM,
+						  [UIW_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
+						  [UIW_WC_COMP_SWAP] = IBV_WC_COMP_SWAP };
 	int k = 0;
 
 	UIW_API_LOCK_ONE(NULL);   /* the CQ has its own lock; the pass runs unthreaded engines */
@@ -951,9 +956,12 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 			break;
 		wc[k] = (struct ibv_wc){ .wr_id = w.wr_id, .status = wc_status(w.status),
 					 .opcode = ops[w.op], .byte_len = w.byte_len, .qp_num = w.qp_num,
-					 .wc_flags = w.with_inv ? IBV_WC_WITH_INV : 0 };
+					 .wc_flags = w.with_inv ? IBV_WC_WITH_INV
+						     : w.with_imm ? IBV_WC_WITH_IMM : 0 };
 		if (w.with_inv)
 			wc[k].invalidated_rkey = w.inv_stag;
+		else if (w.with_imm)
+			wc[k].imm_data = w.imm;
 	}
 	return k;
 }
@@ -1226,8 +1234,8 @@ static int fill_inline(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct 
 	uint8_t *at;
 	size_t n = 0;
 
-	if (w->op == UIW_WR_READ || inline_room(q) != 0)
-		return w->op == UIW_WR_READ ? EINVAL : ENOMEM;
+	if (uiw_wr_op_orq(w->op) || inline_room(q) != 0)
+		return uiw_wr_op_orq(w->op) ? EINVAL : ENOMEM;
 	at = q->inl + (size_t)(q->sq->tail & q->sq->mask) * UIW_MAX_INLINE;
 	for (int i = 0; i < wr->num_sge; i++) {
 		const struct ibv_sge *g = &wr->sg_list[i];
@@ -1247,15 +1255,48 @@ static int fill_inline(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct 
 static void refused_opcode(enum ibv_wr_opcode op)
 {
 	static uint32_t said;   /* a bit per opcode below 32 */
-	const char *what = op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND_WITH_IMM
-			   ? "immediate data (RFC 7306)"
-			   : op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD
-			   ? "atomics (RFC 7306)" : "this kind of work request";
+	const char *what = op == IBV_WR_SEND_WITH_IMM
+			   ? "Send with immediate data (RFC 7306 has Write with immediate data only)"
+			   : "this kind of work request";
 
 	if ((unsigned)op < 32 && (__atomic_fetch_or(&said, 1u << op, __ATOMIC_RELAXED) & (1u << op)))
 		return;
 	UIW_ERR("ibv_post_send: opcode %d refused (EINVAL): %s is not provided; iWARP carries "
-		"Send, Send with Invalidate, RDMA Write and RDMA Read", (int)op, what);
+		"Send, Send with Invalidate, RDMA Write and RDMA Read, and between uiwarp peers "
+		"RDMA Write with immediate data and atomics", (int)op, what);
+}
+
+/* RFC 7306 work requests on a QP whose peer did not announce it: said once. */
+static int refused_ext(const struct uiw_qp_v *q)
+{
+	static int said;
+
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		UIW_ERR("ibv_post_send: qp %u: immediate data and atomics (RFC 7306) refused "
+			"(EOPNOTSUPP): the peer did not announce them in its MPA private data "
+			"(it is not uiwarp, or runs with rfc7306=0)", q->qp.qp_num);
+	return EOPNOTSUPP;
+}
+
+/* RFC 7306 work requests: Write with immediate data, fetch-and-add, compare-and-swap. */
+static int fill_ext(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w,
+		    bool se)
+{
+	if (!(uiw_qp_ext(q->core) & UIW_MPA_EXT_RFC7306))
+		return refused_ext(q);
+	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+		w->op = UIW_WR_WRITE_IMM;
+		w->imm = wr->imm_data;
+		w->imm_se = se;
+		return 0;
+	}
+	/* The verbs: one SGE of 8 octets for the original value, no inline data. */
+	if (wr->num_sge != 1 || wr->sg_list[0].length != 8 || (wr->send_flags & IBV_SEND_INLINE))
+		return EINVAL;
+	w->op = wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? UIW_WR_FETCH_ADD : UIW_WR_CMP_SWAP;
+	w->compare_add = wr->wr.atomic.compare_add;
+	w->swap = wr->wr.atomic.swap;
+	return 0;
 }
 
 /*
@@ -1284,7 +1325,16 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 		w->sink_stag = wr->sg_list[0].lkey;
 		w->sink_to = wr->sg_list[0].addr;
 		break;
-	default:   /* no immediate data, atomics or local invalidation */
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP: {
+		int rc = fill_ext(q, wr, w, se != 0);
+
+		if (rc != 0)
+			return rc;
+		break;
+	}
+	default:   /* no Send with immediate data, memory windows or local invalidation */
 		refused_opcode(wr->opcode);
 		return EINVAL;
 	}
@@ -1316,6 +1366,11 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 	}
 	w->wr_id = wr->wr_id;
 	w->signaled = q->sig_all | ((wr->send_flags & IBV_SEND_SIGNALED) != 0);
+	if (uiw_wr_op_orq(w->op) && w->op != UIW_WR_READ) {
+		w->rkey = wr->wr.atomic.rkey;
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		return 0;
+	}
 	w->rkey = wr->wr.rdma.rkey;            /* used by Write and Read only */
 	w->remote_addr = wr->wr.rdma.remote_addr;
 	return 0;

@@ -8,9 +8,10 @@
  * inline data beyond the QP's room, a full send queue) posts nothing and reports it there.
  *
  * The operations are the iWARP ones (RFC 5040 §4): Send, Send with Invalidate (either with
- * IBV_SEND_SOLICITED in wr_flags for the Solicited Event forms), RDMA Write and RDMA Read.
- * Immediate data, atomics, memory windows, local invalidation and UD/XRC addressing do not
- * exist on iWARP; a QP asking for them is refused.
+ * IBV_SEND_SOLICITED in wr_flags for the Solicited Event forms), RDMA Write and RDMA Read;
+ * and RFC 7306's RDMA Write with immediate data and atomics, which post only on a QP whose
+ * peer announced them (ibv_post_send()). Send with immediate data, memory windows, local
+ * invalidation and UD/XRC addressing do not exist here; a QP asking for them is refused.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@
 
 #define SUPPORTED_OPS                                                                       \
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |    \
-	 IBV_QP_EX_WITH_RDMA_READ)
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                       \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
 
 /* One work request of a batch, with room for its SGEs and inline bytes. */
 struct wr_stage {
@@ -123,6 +125,37 @@ static void wr_rdma_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_ad
 static void wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr)
 {
 	wr_rdma(x, IBV_WR_RDMA_READ, rkey, remote_addr);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr,
+			      __be32 imm_data)
+{
+	wr_rdma(x, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr);
+	if (current(x) != NULL)
+		current(x)->wr.imm_data = imm_data;
+}
+
+static void wr_atomic(struct ibv_qp_ex *x, enum ibv_wr_opcode op, uint32_t rkey,
+		      uint64_t remote_addr, uint64_t compare_add, uint64_t swap)
+{
+	struct wr_stage *s = begin(x, op);
+
+	if (s != NULL)
+		s->wr.wr.atomic = (__typeof__(s->wr.wr.atomic)){ .remote_addr = remote_addr,
+								 .compare_add = compare_add,
+								 .swap = swap, .rkey = rkey };
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr,
+				uint64_t add)
+{
+	wr_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *x, uint32_t rkey, uint64_t remote_addr,
+			      uint64_t compare, uint64_t swap)
+{
+	wr_atomic(x, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr, compare, swap);
 }
 
 static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *list)
@@ -244,6 +277,12 @@ struct ibv_qp *uiw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 		q->qpx.wr_rdma_write = wr_rdma_write;
 	if (attr->send_ops_flags & IBV_QP_EX_WITH_RDMA_READ)
 		q->qpx.wr_rdma_read = wr_rdma_read;
+	if (attr->send_ops_flags & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		q->qpx.wr_rdma_write_imm = wr_rdma_write_imm;
+	if (attr->send_ops_flags & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		q->qpx.wr_atomic_fetch_add = wr_atomic_fetch_add;
+	if (attr->send_ops_flags & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		q->qpx.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	q->qpx.wr_set_sge = wr_set_sge;
 	q->qpx.wr_set_sge_list = wr_set_sge_list;
 	q->qpx.wr_set_inline_data = wr_set_inline_data;

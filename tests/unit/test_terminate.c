@@ -22,7 +22,8 @@ static struct uiw_stag_table stags;
 static struct uiw_cq scq, rcq;
 static struct uiw_qp *qp;
 static uint8_t *mem, *mem_other, *mem_ro;
-static struct uiw_mr *mr, *mr_other, *mr_ro;
+static struct uiw_mr *mr, *mr_other, *mr_ro, *mr_atomic;
+static uint32_t raw_ext;   /* the RDMAP extensions the raw peer announces (none: as siw) */
 static struct uiw_mpa_conn *raw;
 static uint8_t got[512];
 static uint32_t got_len;
@@ -110,6 +111,8 @@ static void setup(void)
 	mr = uiw_stag_register(&stags, 1, mem, MEM, VA, rw, 1);
 	mr_other = uiw_stag_register(&stags, 2, mem_other, MEM, VA, rw, 2);
 	mr_ro = uiw_stag_register(&stags, 1, mem_ro, MEM, VA, UIW_ACCESS_LOCAL_WRITE, 3);
+	mr_atomic = uiw_stag_register(&stags, 1, mem, MEM, VA, rw | UIW_ACCESS_REMOTE_ATOMIC, 4);
+	raw_ext = 0;
 	got_len = 0;
 	term_got_len = 0;
 	raw_ulpdus = 0;
@@ -138,6 +141,7 @@ static void connect_raw(uint16_t ird)
 	uiw_config_defaults(&cfg);
 	uiw_mpa_params_from_config(&p, &cfg);
 	p.first_delay_us = 0;
+	p.ext = raw_ext;
 	p.ord = ird < p.ord ? ird : p.ord;   /* the responder's IRD is at least our ORD */
 	if (raw_ird >= 0)
 		p.ird = (uint16_t)raw_ird;
@@ -152,6 +156,7 @@ struct expect {
 	uint32_t echo;        /* octets after the control word: 0, 2 + DDP header [+ 28] */
 	bool post_recv;       /* a receive of 8 octets is posted first */
 	uint16_t ird;
+	bool ext;             /* both ends announce RFC 7306 */
 };
 
 static uint32_t tagged(uint8_t *b, uint8_t ctrl, uint8_t rdmap, uint32_t stag, uint64_t to, uint32_t len)
@@ -185,6 +190,18 @@ static uint32_t read_req(uint8_t *b, uint32_t msn, uint32_t src_stag, uint64_t s
 	return n + sizeof(rr);
 }
 
+/* An RFC 7306 Atomic Request (QN 1) of atomic operation @p op, @p len octets of body. */
+static uint32_t atomic_req(uint8_t *b, uint8_t op, uint32_t stag, uint64_t to, uint32_t len)
+{
+	struct uiw_atomic_args a = { .op = op, .req_id = 7, .stag = stag, .to = to, .add_swap = 1 };
+	struct uiw_rdmap_atomic_req r;
+	uint32_t n = untagged(b, 0x41, 0x40 | UIW_RDMAP_ATOMIC_REQ, 0, 1, 1, 0, 0);
+
+	uiw_rdmap_atomic_req_set(&r, &a);
+	memcpy(b + n, &r, len < sizeof(r) ? len : sizeof(r));
+	return n + len;
+}
+
 #define TAG 0xc1   /* tagged, last, DDP version 1 */
 #define UNT 0x41   /* untagged, last, DDP version 1 */
 #define RV(op) (0x40 | (op))
@@ -204,8 +221,30 @@ static uint32_t build(int i, uint8_t *b, struct expect *e)
 		return untagged(b, 0x40, RV(3), 0, 0, 1, 0, 4);
 	case 3: *e = (struct expect){ 0, 2, 0x05, MD, 20, true, 16 };   /* RDMAP version 0 */
 		return untagged(b, UNT, 0x03, 0, 0, 1, 0, 4);
-	case 4: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16 };   /* opcode 8 */
+	case 4: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16 };   /* opcode 8, unannounced */
+		return untagged(b, UNT, RV(8), 0, 0, 1, 0, 8);
+	case 28: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16 };  /* Atomic, unannounced */
+		return atomic_req(b, UIW_ATOMIC_FETCH_ADD, mr_atomic->stag, VA, 52);
+	case 29: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16, true }; /* opcode 12 */
+		return untagged(b, UNT, RV(12), 0, 0, 1, 0, 8);
+	case 30: *e = (struct expect){ 0, 2, 0xff, MD, 20, true, 16, true }; /* Immediate, 4 octets */
 		return untagged(b, UNT, RV(8), 0, 0, 1, 0, 4);
+	case 31: *e = (struct expect){ 1, 2, 0x02, MD, 20, false, 16, true }; /* Immediate, no receive */
+		return untagged(b, UNT, RV(9), 0, 0, 1, 0, 8);
+	case 32: *e = (struct expect){ 0, 1, 0x02, MDR, 48, true, 16, true }; /* Atomic, no access */
+		return atomic_req(b, UIW_ATOMIC_FETCH_ADD, mr->stag, VA, 52);
+	case 33: *e = (struct expect){ 0, 1, 0x01, MD, 20, true, 16, true }; /* Atomic, unaligned */
+		return atomic_req(b, UIW_ATOMIC_CMP_SWAP, mr_atomic->stag, VA + 4, 52);
+	case 34: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16, true }; /* atomic op 3 */
+		return atomic_req(b, 3, mr_atomic->stag, VA, 52);
+	case 35: *e = (struct expect){ 0, 2, 0xff, MD, 20, true, 16, true }; /* Atomic, 8 octets */
+		return atomic_req(b, UIW_ATOMIC_FETCH_ADD, mr_atomic->stag, VA, 8);
+	case 36: *e = (struct expect){ 0, 2, 0x07, MD, 20, true, 0, true }; /* Atomic beyond IRD 0 */
+		return atomic_req(b, UIW_ATOMIC_FETCH_ADD, mr_atomic->stag, VA, 52);
+	case 37: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16, true }; /* Response, none asked */
+		return untagged(b, UNT, RV(11), 0, 3, 1, 0, 12);
+	case 38: *e = (struct expect){ 1, 2, 0x01, MD, 20, true, 16 };  /* QN 3, unannounced */
+		return untagged(b, UNT, RV(3), 0, 3, 1, 0, 4);
 	case 5: *e = (struct expect){ 0, 2, 0x06, MD, 16, true, 16 };   /* a tagged Send */
 		return tagged(b, TAG, RV(3), mr->stag, VA, 4);
 	case 6: *e = (struct expect){ 1, 2, 0x01, MD, 20, true, 16 };   /* Send on QN 1 */
@@ -255,7 +294,7 @@ static uint32_t build(int i, uint8_t *b, struct expect *e)
 	}
 }
 
-#define NCASES 28
+#define NCASES 39
 
 static bool got_term(void *arg)
 {
@@ -270,6 +309,7 @@ START_TEST(crafted_segment_terminated)
 	uint32_t n = build(_i, seg, &e);
 	struct uiw_mpa_iov iov = { seg, n };
 
+	raw_ext = e.ext ? UIW_MPA_EXT_RFC7306 : 0;
 	connect_raw(e.ird);
 	if (e.post_recv) {
 		struct uiw_recv_wr r = { .wr_id = 1, .sg = { { mem + 100, 8 } }, .nsge = 1 };

@@ -1001,13 +1001,13 @@ START_TEST(extended_send_api_batches)
 	ck_assert_int_eq(ibv_poll_cq(cli.cq, 1, &none), 0);
 	ck_assert_int_eq(ibv_poll_cq(srv.cq, 1, &none), 0);
 
-	/* Operations iWARP lacks: the QP is refused. */
+	/* Operations not provided (Send with immediate data): the QP is refused. */
 	struct ibv_qp_init_attr_ex atomic = { .send_cq = cli.cq, .recv_cq = cli.cq, .qp_type = IBV_QPT_RC,
 					      .cap = { .max_send_wr = 4, .max_recv_wr = 4,
 						       .max_send_sge = 1, .max_recv_sge = 1 },
 					      .pd = cli.pd,
 					      .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-					      .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD };
+					      .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM };
 
 	errno = 0;
 	ck_assert_ptr_null(ibv_create_qp_ex(cli.id->verbs, &atomic));
@@ -1018,6 +1018,136 @@ START_TEST(extended_send_api_batches)
 	ck_assert_ptr_nonnull(q);
 	ck_assert_ptr_nonnull(ibv_qp_to_qp_ex(q));
 	ck_assert_int_eq(ibv_destroy_qp(q), 0);
+}
+END_TEST
+
+/* An RDMA Write with immediate data of @p n bytes to the server's DST: the Write is
+ * placed, and the Immediate Data completes a receive with the value and the Write's length. */
+static void one_write_imm(uint32_t n, uint32_t tag, bool se)
+{
+	uint8_t *src = cli.buf + SRC, *dst = srv.buf + DST;
+	struct ibv_sge ss = { (uintptr_t)src, n, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = tag, .sg_list = &ss, .num_sge = n > 0 ? 1 : 0,
+				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				 .send_flags = IBV_SEND_SIGNALED | (se ? IBV_SEND_SOLICITED : 0),
+				 .imm_data = htobe32(0x5eed0000u + tag),
+				 .wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = srv.mr->rkey } };
+	struct ibv_recv_wr rw = { .wr_id = 3000 + tag };
+	char what[64];
+
+	snprintf(what, sizeof(what), "write with immediate data, size %u", n);
+	fill(src, n, tag);
+	reset_guard(dst, n);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_wc sc = poll_one(cli.cq), rc = poll_one(srv.cq);
+
+	ck_assert_msg(sc.status == IBV_WC_SUCCESS, "%s: %s", what, ibv_wc_status_str(sc.status));
+	ck_assert_int_eq(sc.opcode, IBV_WC_RDMA_WRITE);
+	ck_assert_uint_eq(sc.wr_id, tag);
+	ck_assert_msg(rc.status == IBV_WC_SUCCESS, "%s: %s", what, ibv_wc_status_str(rc.status));
+	ck_assert_int_eq(rc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(rc.wr_id, 3000 + tag);
+	ck_assert(rc.wc_flags & IBV_WC_WITH_IMM);
+	ck_assert_uint_eq(be32toh(rc.imm_data), 0x5eed0000u + tag);
+	ck_assert_uint_eq(rc.byte_len, n);
+	if (n > 0)
+		check_placed(dst, src, n, what);
+}
+
+/* One atomic on the server's word at @p word: the original value comes back. */
+static uint64_t one_atomic(enum ibv_wr_opcode op, uint64_t *word, uint32_t rkey,
+			   uint64_t compare_add, uint64_t swap, uint32_t tag)
+{
+	uint64_t *res = (uint64_t *)(void *)(cli.buf + DST);
+	struct ibv_sge s = { (uintptr_t)res, 8, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = tag, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.atomic = { .remote_addr = (uintptr_t)word, .compare_add = compare_add,
+						.swap = swap, .rkey = rkey } };
+
+	*res = 0xdeadbeefdeadbeefull;
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_wc sc = poll_one(cli.cq);
+
+	ck_assert_msg(sc.status == IBV_WC_SUCCESS, "atomic %d: %s", op, ibv_wc_status_str(sc.status));
+	ck_assert_int_eq(sc.opcode, op == IBV_WR_ATOMIC_FETCH_AND_ADD ? IBV_WC_FETCH_ADD : IBV_WC_COMP_SWAP);
+	ck_assert_uint_eq(sc.wr_id, tag);
+	ck_assert_uint_eq(sc.byte_len, 8);
+	return *res;
+}
+
+/* RFC 7306 between two uiwarp ends (both announce it by default): Writes with immediate
+ * data of every size class, fetch-and-add and compare-and-swap (a match and a miss), and a
+ * Read between them, under each MPA policy of the matrix. */
+START_TEST(rfc7306_between_uiwarp_peers)
+{
+	struct ibv_device_attr da;
+
+	start(&policies[_i], "rfc7306");
+	connect_pair();
+	ck_assert_int_eq(ibv_query_device(cli.id->verbs, &da), 0);
+	ck_assert_int_eq(da.atomic_cap, IBV_ATOMIC_HCA);
+	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(cli.id->qp)), UIW_MPA_EXT_RFC7306);
+
+	uint32_t m = mulpdu(), sizes[] = { 0, 1, 8, m - 14, m - 13, 3 * m + 5, 65536 };
+
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		one_write_imm(sizes[k], k, (k & 1) != 0);
+
+	uint8_t *words = srv.buf + 5 * BIG;
+	struct ibv_mr *amr = ibv_reg_mr(srv.pd, words, 4096, IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_ATOMIC);
+	uint64_t *w = (uint64_t *)(void *)(words + 64);
+
+	ck_assert_ptr_nonnull(amr);
+	*w = 100;
+	ck_assert_uint_eq(one_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, w, amr->rkey, 5, 0, 1), 100);
+	ck_assert_uint_eq(*w, 105);
+	ck_assert_uint_eq(one_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, w, amr->rkey, 105, 7, 2), 105);
+	ck_assert_uint_eq(*w, 7);
+	ck_assert_uint_eq(one_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, w, amr->rkey, 999, 1, 3), 7);
+	ck_assert_uint_eq(*w, 7);
+	ck_assert_uint_eq(one_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, w, amr->rkey, UINT64_MAX, 0, 4), 7);
+	ck_assert_uint_eq(*w, 6);   /* adding 2^64 - 1 wraps: 7 - 1 */
+	one_read(4096, 0, 5);      /* a Read after atomics: the ORQ keeps them apart */
+	ck_assert_uint_eq(w[-1], 0xa5a5a5a5a5a5a5a5ull);   /* the neighbours untouched (GUARD) */
+	ck_assert_uint_eq(w[1], 0xa5a5a5a5a5a5a5a5ull);
+	ck_assert_int_eq(ibv_dereg_mr(amr), 0);
+}
+END_TEST
+
+/* Toward a peer that does not announce RFC 7306 (here one with rfc7306=0, as siw would be),
+ * immediate data and atomics are refused at post with EOPNOTSUPP, and nothing goes out:
+ * the QP stays up for the operations it has. */
+START_TEST(rfc7306_refused_toward_a_peer_without_it)
+{
+	base_config(&policies[0]);
+	pair_setup_cfg(&cfg);
+	pair_b.st.cfg.rfc7306 = 0;
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
+	connect_pair();
+	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(cli.id->qp)), 0);
+	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(srv.id->qp)), 0);
+
+	struct ibv_sge s = { (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	struct ibv_send_wr wi = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = (uintptr_t)srv.buf, .rkey = srv.mr->rkey } };
+	struct ibv_send_wr wa = { .wr_id = 2, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.atomic = { .remote_addr = (uintptr_t)srv.buf, .compare_add = 1,
+						 .rkey = srv.mr->rkey } };
+	struct ibv_wc none;
+
+	ck_assert_int_eq(post1(cli.id->qp, &wi), EOPNOTSUPP);
+	ck_assert_int_eq(post1(cli.id->qp, &wa), EOPNOTSUPP);
+	wa.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	ck_assert_int_eq(post1(srv.id->qp, &wa), EOPNOTSUPP);
+	ck_assert_int_eq(ibv_poll_cq(cli.cq, 1, &none), 0);
+	one_write(4096, 0, 7);
+	one_read(4096, 0, 9);
 }
 END_TEST
 
@@ -1038,6 +1168,8 @@ int main(void)
 	tcase_add_test(tc, channel_destroyed_before_a_closing_id);
 	tcase_add_test(tc, inline_data_copied_at_post);
 	tcase_add_test(tc, extended_send_api_batches);
+	tcase_add_loop_test(tc, rfc7306_between_uiwarp_peers, 0, sizeof(policies) / sizeof(policies[0]));
+	tcase_add_test(tc, rfc7306_refused_toward_a_peer_without_it);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
