@@ -5,12 +5,14 @@
 # - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
 # - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
 # - fi_pingpong over libfabric's verbs provider (FI_EP_MSG), every message checked;
-# - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat: qperf talks over kernel
+# - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat, rc_rdma_write_bw and
+#   rc_rdma_write_lat (RDMA Write with immediate data, RFC 7306): qperf talks over kernel
 #   TCP first, so each side runs in a network namespace (made here) whose veth carries the
 #   address its uiwarp instance has on memif; its server makes the instance in the child
 #   it forks per test (a port 0 bind, read back with rdma_get_src_port);
 # and the programs that cannot run on iWARP, which must fail at once saying why:
-# - qperf rc_rdma_write_bw (Write with immediate data, RFC 7306): the post is refused;
+# - qperf rc_rdma_write_bw toward a peer that does not announce RFC 7306 (the client with
+#   rfc7306=0, as siw is): the post is refused;
 # - ibv_rc_pingpong (QPs connected by hand): ibv_modify_qp to RTR is refused;
 # - udaddy (UD, RDMA_PS_UDP): rdma_create_id is refused.
 # usage: realapps.sh DROPIN_DIR (or a library in it)
@@ -150,14 +152,20 @@ sock="$tmp/qperf.sock"
 srv "$sock" timeout 200 qperf >"$tmp/qperf.s" 2>&1 &
 spid=$!
 sleep 0.5
-for t in rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw; do
+for t in rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw rc_rdma_write_lat no7306; do
 	for _ in $(seq 100); do [ -e "$sock" ] || break; sleep 0.1; done
-	cli "$sock" env UIWARP_STATS=1 timeout 30 qperf 10.73.0.1 -cm1 -t 1 "$t" >"$tmp/qperf.$t" 2>&1
+	if [ "$t" = no7306 ]; then
+		common="$common; rfc7306=0" cli "$sock" env UIWARP_STATS=1 timeout 30 \
+			qperf 10.73.0.1 -cm1 -t 1 rc_rdma_write_bw >"$tmp/qperf.$t" 2>&1
+	else
+		cli "$sock" env UIWARP_STATS=1 timeout 30 qperf 10.73.0.1 -cm1 -t 1 "$t" >"$tmp/qperf.$t" 2>&1
+	fi
 	rc=$?
 	res=$(grep -E '^ +(bw|latency) += ' "$tmp/qperf.$t" | tr -s ' ')
-	if [ "$t" = rc_rdma_write_bw ]; then
-		if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "immediate data (RFC 7306) is not provided" "$tmp/qperf.$t"; then
-			echo "ok: qperf $t fails at once: Write with immediate data refused"
+	if [ "$t" = no7306 ]; then
+		if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+		   grep -q "immediate data and atomics (RFC 7306) refused (EOPNOTSUPP)" "$tmp/qperf.$t"; then
+			echo "ok: qperf rc_rdma_write_bw toward a peer without RFC 7306 fails at once, saying why"
 		else
 			bad "qperf $t: rc $rc"; grep -v "^  [a-z]*\.[a-z_]* *0 " "$tmp/qperf.$t" | tail -40
 		fi
