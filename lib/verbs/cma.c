@@ -922,12 +922,15 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	bool passive = hints != NULL && (hints->ai_flags & RAI_PASSIVE);
 	int rc;
 
-	/* No node, but the hints name the destination: that is the node. */
-	if (node == NULL && !passive && hints != NULL && hints->ai_dst_addr != NULL) {
+	/* No node, but the hints name the destination (or, passive and with no service
+	 * either, the source: libfabric's RXM asks so): that is the node. */
+	if (node == NULL && hints != NULL &&
+	    (passive ? service == NULL && hints->ai_src_addr != NULL : hints->ai_dst_addr != NULL)) {
 		struct rdma_addrinfo *r = calloc(1, sizeof(*r));
 
 		if (r == NULL)
 			return fail(ENOMEM);
+		r->ai_flags = passive ? RAI_PASSIVE : 0;
 		r->ai_family = AF_INET;
 		r->ai_qp_type = IBV_QPT_RC;
 		r->ai_port_space = RDMA_PS_TCP;

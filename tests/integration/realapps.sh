@@ -4,7 +4,8 @@
 #   rdma_create_ep, rdma_get_request and the rdma_verbs.h helpers, each side exiting 0;
 # - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
 # - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
-# - fi_pingpong over libfabric's verbs provider (FI_EP_MSG), every message checked;
+# - fi_pingpong over libfabric's verbs provider (FI_EP_MSG) and over its RXM utility
+#   provider (FI_EP_RDM), every message checked;
 # - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat, rc_rdma_write_bw and
 #   rc_rdma_write_lat (RDMA Write with immediate data, RFC 7306): qperf talks over kernel
 #   TCP first, so each side runs in a network namespace (made here) whose veth carries the
@@ -143,6 +144,17 @@ if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; the
 	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
 else
 	bad "fi_pingpong: rc $rc/$src"; tail -5 "$tmp/fi.s" "$tmp/fi.c"
+fi
+
+# The same over libfabric's RXM utility provider (FI_EP_RDM on verbs MSG endpoints). The
+# verbs provider takes the addresses of the interfaces named by FI_VERBS_IFACE (default
+# "ib"): here the veth ends that carry the instances' addresses.
+pair rxm 0 env FI_VERBS_IFACE=vs fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 50 -c -- \
+	env FI_VERBS_IFACE=vc fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 50 -c 10.73.0.1
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/rxm.c"; then
+	echo "ok: fi_pingpong -p 'verbs;ofi_rxm' -e rdm -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/rxm.c" | tail -1 | tr -s ' ')"
+else
+	bad "fi_pingpong RXM: rc $rc/$src"; tail -5 "$tmp/rxm.s" "$tmp/rxm.c"
 fi
 
 # qperf: one server; one client run per test (a client's instance stays with the server
