@@ -40,7 +40,9 @@ static void rig_up(struct rig *r, uint8_t flags)
 {
 	struct uiw_qp_attr a = { .qp_num = 1, .pd = 1, .sq_size = 8, .rq_size = 8,
 				 .send_cq = &r->scq, .recv_cq = &r->rcq, .stags = &r->stags };
-	struct uiw_mpa_info info = { .ird = 4, .ord = 4, .mulpdu = 1442 };
+	/* Flag 4: both ends announced RFC 7306 (Immediate Data, atomics on region 0). */
+	struct uiw_mpa_info info = { .ird = 4, .ord = 4, .mulpdu = 1442,
+				     .ext = (flags & 4) ? UIW_MPA_EXT_RFC7306 : 0 };
 
 	if (uiw_stag_table_init(&r->stags, 4) != 0 || uiw_cq_init(&r->scq, 32) != 0 ||
 	    uiw_cq_init(&r->rcq, 32) != 0 || uiw_qp_create(&r->qp, &a) != 0)
@@ -49,7 +51,8 @@ static void rig_up(struct rig *r, uint8_t flags)
 	for (int i = 0; i < 3; i++) {
 		r->mem[i] = malloc(REGION);
 		if (r->mem[i] == NULL || uiw_stag_register(&r->stags, i == 2 ? 2 : 1, r->mem[i], REGION,
-							   0x1000 * (i + 1), i == 1 ? 1 : 7, (uint8_t)i) == NULL)
+							   0x1000 * (i + 1), i == 1 ? 1 : i == 0 ? 15 : 7,
+							   (uint8_t)i) == NULL)
 			abort();
 	}
 	/* Fixed STags (0x10000, 0x10101, 0x10202) that inputs can name; the index still
