@@ -271,25 +271,28 @@ static int rx_imm(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct
  * access through atomics (other QPs, engines, the application's own). @return the
  * original value. An Add Mask bit stops the carry out of its position (a partitioned add;
  * 0 is a plain add); Swap and Compare masks name the bits that take part. */
-static uint64_t atomic_apply(uint64_t *p, const struct uiw_atomic_args *a)
+static uint64_t atomic_apply(uint64_t *p, const struct uiw_rdmap_atomic_req *rq)
 {
+	uint8_t op = (uint8_t)(uiw_rdmap_atomic_word(rq) & 0x0f);
+	uint64_t data = uiw_rdmap_atomic_add_swap(rq), mask = uiw_rdmap_atomic_add_swap_mask(rq);
+	uint64_t cmp = uiw_rdmap_atomic_compare(rq), cmp_mask = uiw_rdmap_atomic_compare_mask(rq);
 	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED), nv;
 
 	do {
-		if (a->op == UIW_ATOMIC_FETCH_ADD) {
-			uint64_t x = old, y = a->add_swap;
+		if (op == UIW_ATOMIC_FETCH_ADD) {
+			uint64_t x = old, y = data;
 
 			while (y != 0) {
-				uint64_t carry = x & y & ~a->add_swap_mask;
+				uint64_t carry = x & y & ~mask;
 
 				x ^= y;
 				y = carry << 1;
 			}
 			nv = x;
-		} else if (a->op == UIW_ATOMIC_CMP_SWAP && ((old ^ a->compare) & a->compare_mask) != 0) {
+		} else if (op == UIW_ATOMIC_CMP_SWAP && ((old ^ cmp) & cmp_mask) != 0) {
 			return old;   /* no match: nothing written */
 		} else {
-			nv = (old & ~a->add_swap_mask) | (a->add_swap & a->add_swap_mask);
+			nv = (old & ~mask) | (data & mask);
 		}
 	} while (!__atomic_compare_exchange_n(p, &old, nv, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 	return old;
@@ -300,7 +303,6 @@ static uint64_t atomic_apply(uint64_t *p, const struct uiw_atomic_args *a)
 static int rx_atomic_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
 {
 	struct uiw_rdmap_atomic_req rq;
-	struct uiw_atomic_args a;
 	struct uiw_mr *mr;
 	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_READ_REQ, true);
 
@@ -314,21 +316,23 @@ static int rx_atomic_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, false,
 			    "Atomic Requests beyond the IRD");
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rq, sizeof(rq));
-	if (uiw_rdmap_atomic_req_get(&rq, &a) > UIW_ATOMIC_CMP_SWAP)
+	if (uiw_rdmap_atomic_word(&rq) > UIW_ATOMIC_CMP_SWAP)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false,
 			    "Atomic Request with an unknown operation");
-	enum uiw_stag_check r = uiw_stag_check(qp->stags, a.stag, qp->pd, a.to, 8,
+	uint64_t to = uiw_rdmap_atomic_to(&rq);
+	enum uiw_stag_check r = uiw_stag_check(qp->stags, uiw_rdmap_atomic_stag(&rq), qp->pd, to, 8,
 					       UIW_ACCESS_REMOTE_ATOMIC, &mr);
 
 	if (r != UIW_STAG_OK)
 		return read_req_error(qp, r, u, s, "Atomic Request for memory it may not change");
-	uint8_t *at = mr->addr + (a.to - mr->va);
+	uint8_t *at = mr->addr + (to - mr->va);
 
 	if (((uintptr_t)at & 7) != 0)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, 0x01, u, s, false,
 			    "Atomic Request for a word not aligned to 8 octets");
 	qp->irq[uiw_ring_push(&qp->irq_ring)] = (struct irq_entry){
-		.atomic = true, .req_id = a.req_id, .orig = atomic_apply((uint64_t *)(void *)at, &a) };
+		.atomic = true, .req_id = uiw_rdmap_atomic_req_id(&rq),
+		.orig = atomic_apply((uint64_t *)(void *)at, &rq) };
 	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_READ_REQ);
 	qp_count(qp, UIW_RDMAP_C_rx_atomic);
 	uiw_qp_pump(qp);

@@ -38,14 +38,14 @@ static int tx_write_imm(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 static int tx_atomic(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 {
 	bool add = wr->op == UIW_WR_FETCH_ADD;
-	struct uiw_atomic_args a = {
-		.op = add ? UIW_ATOMIC_FETCH_ADD : UIW_ATOMIC_CMP_SWAP, .req_id = qp->atomic_id,
-		.stag = wr->rkey, .to = wr->remote_addr, .add_swap = add ? wr->compare_add : wr->swap,
-		.add_swap_mask = add ? 0 : UINT64_MAX, .compare = add ? 0 : wr->compare_add,
-		.compare_mask = add ? 0 : UINT64_MAX };
 	struct uiw_rdmap_atomic_req r;
 
-	uiw_rdmap_atomic_req_set(&r, &a);
+	uiw_rdmap_atomic_req_set(&r, add ? UIW_ATOMIC_FETCH_ADD : UIW_ATOMIC_CMP_SWAP, qp->atomic_id,
+				 wr->rkey, wr->remote_addr);
+	if (add)
+		uiw_rdmap_atomic_req_operands(&r, wr->compare_add, 0, 0, 0);
+	else
+		uiw_rdmap_atomic_req_operands(&r, wr->swap, UINT64_MAX, wr->compare_add, UINT64_MAX);
 	return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(UIW_RDMAP_ATOMIC_REQ), 0,
 					    UIW_DDP_QN_READ_REQ, &r, sizeof(r), NULL, 0);
 }

@@ -111,40 +111,36 @@ struct uiw_rdmap_atomic_resp {
 } __attribute__((packed));
 static_assert(sizeof(struct uiw_rdmap_atomic_resp) == 12, "Atomic Response body is 12 bytes");
 
-/* The fields of an Atomic Request, in host order. */
-struct uiw_atomic_args {
-	uint8_t op;
-	uint32_t req_id, stag;
-	uint64_t to, add_swap, add_swap_mask, compare, compare_mask;
-};
-
-static inline void uiw_rdmap_atomic_req_set(struct uiw_rdmap_atomic_req *r,
-					    const struct uiw_atomic_args *a)
+/* The request's target and identity; then its operands (add or swap data and mask,
+ * compare data and mask). */
+static inline void uiw_rdmap_atomic_req_set(struct uiw_rdmap_atomic_req *r, uint8_t op,
+					    uint32_t req_id, uint32_t stag, uint64_t to)
 {
-	r->op = uiw_be32_of(a->op & 0x0fu);
-	r->req_id = uiw_be32_of(a->req_id);
-	r->stag = uiw_be32_of(a->stag);
-	r->to = uiw_be64_of(a->to);
-	r->add_swap = uiw_be64_of(a->add_swap);
-	r->add_swap_mask = uiw_be64_of(a->add_swap_mask);
-	r->compare = uiw_be64_of(a->compare);
-	r->compare_mask = uiw_be64_of(a->compare_mask);
+	r->op = uiw_be32_of(op & 0x0fu);
+	r->req_id = uiw_be32_of(req_id);
+	r->stag = uiw_be32_of(stag);
+	r->to = uiw_be64_of(to);
 }
 
-/** @return the operation's 32-bit word (its reserved bits included, for the caller to
- *  check), and the fields in @p a. */
-static inline uint32_t uiw_rdmap_atomic_req_get(const struct uiw_rdmap_atomic_req *r,
-					       struct uiw_atomic_args *a)
+static inline void uiw_rdmap_atomic_req_operands(struct uiw_rdmap_atomic_req *r, uint64_t add_swap,
+						 uint64_t add_swap_mask, uint64_t compare,
+						 uint64_t compare_mask)
 {
-	uint32_t word = uiw_be32_get(r->op);
-
-	*a = (struct uiw_atomic_args){
-		.op = (uint8_t)(word & 0x0fu), .req_id = uiw_be32_get(r->req_id),
-		.stag = uiw_be32_get(r->stag), .to = uiw_be64_get(r->to),
-		.add_swap = uiw_be64_get(r->add_swap), .add_swap_mask = uiw_be64_get(r->add_swap_mask),
-		.compare = uiw_be64_get(r->compare), .compare_mask = uiw_be64_get(r->compare_mask) };
-	return word;
+	r->add_swap = uiw_be64_of(add_swap);
+	r->add_swap_mask = uiw_be64_of(add_swap_mask);
+	r->compare = uiw_be64_of(compare);
+	r->compare_mask = uiw_be64_of(compare_mask);
 }
+
+/* The whole first word: the operation in its low 4 bits, reserved bits above. */
+static inline uint32_t uiw_rdmap_atomic_word(const struct uiw_rdmap_atomic_req *r) { return uiw_be32_get(r->op); }
+static inline uint32_t uiw_rdmap_atomic_req_id(const struct uiw_rdmap_atomic_req *r) { return uiw_be32_get(r->req_id); }
+static inline uint32_t uiw_rdmap_atomic_stag(const struct uiw_rdmap_atomic_req *r) { return uiw_be32_get(r->stag); }
+static inline uint64_t uiw_rdmap_atomic_to(const struct uiw_rdmap_atomic_req *r) { return uiw_be64_get(r->to); }
+static inline uint64_t uiw_rdmap_atomic_add_swap(const struct uiw_rdmap_atomic_req *r) { return uiw_be64_get(r->add_swap); }
+static inline uint64_t uiw_rdmap_atomic_add_swap_mask(const struct uiw_rdmap_atomic_req *r) { return uiw_be64_get(r->add_swap_mask); }
+static inline uint64_t uiw_rdmap_atomic_compare(const struct uiw_rdmap_atomic_req *r) { return uiw_be64_get(r->compare); }
+static inline uint64_t uiw_rdmap_atomic_compare_mask(const struct uiw_rdmap_atomic_req *r) { return uiw_be64_get(r->compare_mask); }
 
 static inline void uiw_rdmap_atomic_resp_set(struct uiw_rdmap_atomic_resp *r, uint32_t req_id,
 					     uint64_t orig)

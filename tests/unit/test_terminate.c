@@ -193,11 +193,11 @@ static uint32_t read_req(uint8_t *b, uint32_t msn, uint32_t src_stag, uint64_t s
 /* An RFC 7306 Atomic Request (QN 1) of atomic operation @p op, @p len octets of body. */
 static uint32_t atomic_req(uint8_t *b, uint8_t op, uint32_t stag, uint64_t to, uint32_t len)
 {
-	struct uiw_atomic_args a = { .op = op, .req_id = 7, .stag = stag, .to = to, .add_swap = 1 };
 	struct uiw_rdmap_atomic_req r;
 	uint32_t n = untagged(b, 0x41, 0x40 | UIW_RDMAP_ATOMIC_REQ, 0, 1, 1, 0, 0);
 
-	uiw_rdmap_atomic_req_set(&r, &a);
+	uiw_rdmap_atomic_req_set(&r, op, 7, stag, to);
+	uiw_rdmap_atomic_req_operands(&r, 1, 0, 0, 0);
 	memcpy(b + n, &r, len < sizeof(r) ? len : sizeof(r));
 	return n + len;
 }
