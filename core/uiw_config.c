@@ -228,6 +228,9 @@ int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
 		if (value[0] == '\0' || strchr(value, ' ') ||
 		    copy_str(cfg->port, sizeof(cfg->port), value) != 0)
 			return fail(err, errlen, key, "expects DPDK devargs or a PCI address", value);
+	} else if (strcmp(key, "pcap") == 0) {
+		if (copy_str(cfg->pcap, sizeof(cfg->pcap), value) != 0)
+			return fail(err, errlen, key, "expects a file name (at most 255 octets)", value);
 	} else if (strcmp(key, "fault_rx") == 0 || strcmp(key, "fault_tx") == 0) {
 		char *dst = key[6] == 'r' ? cfg->fault_rx : cfg->fault_tx;
 

@@ -98,6 +98,8 @@ struct uiw_config {
 	char fault_rx[128];
 	char fault_tx[128];
 	unsigned fault_seed;
+
+	char pcap[256];                    /**< capture the instance's traffic here (empty: no) */
 };
 
 /** Fills every key with its default. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uiw_port.h"
+#include "uiw_capture.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -722,6 +723,11 @@ int uiw_port_open_queue(struct uiw_port *q, const struct uiw_port *base, uint16_
 	*q = *base;
 	q->queue = queue;
 	q->shared = true;
+	/* The PMD's own burst functions: the base's may be wrapped (faults, capture), and
+	 * each handle wraps its own. */
+	q->rx_burst = q->gated ? gated_rx : ethdev_rx;
+	q->tx_burst = q->gated ? gated_tx : ethdev_tx;
+	q->capture = NULL;
 	q->own_pool = false;
 	q->is_vdev = false;
 	q->fault = NULL;
@@ -733,6 +739,8 @@ int uiw_port_open_queue(struct uiw_port *q, const struct uiw_port *base, uint16_
 
 void uiw_port_close(struct uiw_port *port)
 {
+	if (port->capture != NULL)
+		uiw_capture_detach(port);
 	if (port->fault != NULL)
 		uiw_fault_detach(port);
 	for (uint16_t i = 0; i < port->tx_n; i++)

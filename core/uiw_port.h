@@ -80,6 +80,7 @@ struct uiw_port {
 	uiw_burst_fn tx_burst;
 	void *user;                   /**< for the burst functions of a test port */
 	void *fault;                  /**< struct uiw_fault when faults are injected */
+	void *capture;                /**< struct uiw_capture when key pcap is set */
 	bool gated;                   /**< memif: bursts take turns with its control thread */
 	bool tx_ext;                  /**< the PMD copies each frame as it takes it: frames may
 	                               *   point into memory DPDK does not know (lent memory) */

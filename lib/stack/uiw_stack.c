@@ -31,6 +31,17 @@ static int open_layers(struct uiw_stack *e, const struct uiw_stack_opts *o, char
 
 	if (uiw_fault_attach(&e->port, &e->fault, cfg, err, errlen) != 0)
 		return -EINVAL;
+	if (cfg->pcap[0] != '\0' && e->engine == 0) {
+		FILE *f = uiw_capture_open(cfg->pcap);
+
+		if (f == NULL) {
+			snprintf(err, errlen, "key 'pcap': cannot write %s: %s", cfg->pcap, strerror(errno));
+			return -EINVAL;
+		}
+		uiw_capture_attach(&e->port, &e->capture, f, true);
+		UIW_INFO("port %s: capturing what the stack sends and receives to %s", e->port.name,
+			 cfg->pcap);
+	}
 	uiw_net_init(&e->net, &e->port, cfg);
 	if (o->top >= UIW_STACK_TCP && uiw_tcp_create(&e->tcp, &e->net, cfg) != 0) {
 		snprintf(err, errlen, "cannot create the TCP engine (tcp_max_conns %u)", cfg->tcp_max_conns);
@@ -77,6 +88,8 @@ static int open_engines(struct uiw_stack *s, const struct uiw_stack_opts *o, cha
 		rc = open_layers(e, o, err, errlen);
 		if (rc != 0)
 			return rc;
+		if (s->port.capture != NULL)
+			uiw_capture_attach(&e->port, &e->capture, s->capture.f, false);
 	}
 	if (s->nengines > 1) {
 		struct uiw_net *nets[UIW_MAX_ENGINES];

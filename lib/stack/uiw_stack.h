@@ -19,6 +19,7 @@
 #include "net.h"
 #include "tcp.h"
 #include "uiw_config.h"
+#include "uiw_capture.h"
 #include "uiw_fault.h"
 #include "uiw_port.h"
 
@@ -35,6 +36,7 @@ struct uiw_stack {
 	struct uiw_config cfg;
 	struct uiw_port port;
 	struct uiw_fault fault;
+	struct uiw_capture capture;   /**< key pcap: engine 0's owns the file */
 	struct uiw_net net;
 	struct uiw_tcp *tcp;          /**< NULL when built only to the lower half */
 	struct uiw_mpa *mpa;          /**< NULL when built only to TCP */

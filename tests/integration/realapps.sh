@@ -5,7 +5,8 @@
 # - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
 # - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
 # - fi_pingpong over libfabric's verbs provider (FI_EP_MSG) and over its RXM utility
-#   provider (FI_EP_RDM), every message checked;
+#   provider (FI_EP_RDM), every message checked; the server of the first captures its
+#   traffic (key pcap), which tshark's iWARP dissectors must find clean;
 # - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat, rc_rdma_write_bw and
 #   rc_rdma_write_lat (RDMA Write with immediate data, RFC 7306): qperf talks over kernel
 #   TCP first, so each side runs in a network namespace (made here) whose veth carries the
@@ -46,7 +47,7 @@ srv() {
 	local sock=$1
 	shift
 	${srv_ns:+ip netns exec $srv_ns} env LD_LIBRARY_PATH="$lib" \
-		UIWARP_CONFIG="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.73.0.1/24; lcores=1; $common" "$@"
+		UIWARP_CONFIG="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.73.0.1/24; lcores=1; $common${srv_extra:+; $srv_extra}" "$@"
 }
 cli() {
 	local sock=$1
@@ -139,11 +140,19 @@ fi
 
 # fi_pingpong over libfabric's verbs provider, FI_EP_MSG, every message checked (-c); its
 # control channel is kernel TCP, and its provider binds 127.0.0.1 as it probes.
-pair fi 0 fi_pingpong -p verbs -e msg -I 50 -c -- fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1
+# The server captures its traffic (key pcap), which tshark's dissectors must find clean.
+srv_extra="pcap=$tmp/fi.pcap" pair fi 0 fi_pingpong -p verbs -e msg -I 50 -c -- \
+	fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; then
 	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
 else
 	bad "fi_pingpong: rc $rc/$src"; tail -5 "$tmp/fi.s" "$tmp/fi.c"
+fi
+if out=$(python3 "$(dirname "$0")/../tools/iwarp_check.py" --one-fpdu-per-segment "$tmp/fi.pcap" 2>&1) &&
+   echo "$out" | grep -q "requests=1 replies=1"; then
+	echo "ok: the server's capture (pcap=FILE): ${out#*: }"
+else
+	bad "the server's capture: $out"
 fi
 
 # The same over libfabric's RXM utility provider (FI_EP_RDM on verbs MSG endpoints). The
