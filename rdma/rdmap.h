@@ -278,6 +278,16 @@ struct uiw_mpa_conn *uiw_qp_conn(const struct uiw_qp *qp);
 /** Read Requests the QP may have outstanding (the negotiated ORD). */
 uint16_t uiw_qp_ord(const struct uiw_qp *qp);
 const uint64_t *uiw_qp_counters(const struct uiw_qp *qp);
+/** How full a QP's queues are (for status listings). */
+struct uiw_qp_depths {
+	uint32_t sq, sq_cap;      /**< work requests posted and not completed; capacity */
+	uint32_t rq, rq_cap;      /**< receives posted (0/0 on an SRQ's QP) */
+	uint32_t orq, ord;        /**< Reads and atomics outstanding; the ORD */
+	uint32_t irq, ird;        /**< requests taken, responses not yet acknowledged; the IRD */
+};
+void uiw_qp_depths(const struct uiw_qp *qp, struct uiw_qp_depths *d);
+const char *uiw_qp_state_name(enum uiw_qp_state s);
+
 /** The RDMAP extensions both ends announced (UIW_MPA_EXT_*; 0 before establishment). */
 uint32_t uiw_qp_ext(const struct uiw_qp *qp);
 /** Why the QP left RTS (a Terminate in or out and its cause, a reset, a close); "" before. */

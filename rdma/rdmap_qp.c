@@ -430,6 +430,26 @@ const uint64_t *uiw_qp_counters(const struct uiw_qp *qp) { return qp->c; }
 const char *uiw_qp_why(const struct uiw_qp *qp) { return qp->why; }
 const struct uiw_term_info *uiw_qp_term_rx(const struct uiw_qp *qp) { return &qp->term_rx; }
 uint32_t uiw_qp_ext(const struct uiw_qp *qp) { return qp->ext; }
+
+void uiw_qp_depths(const struct uiw_qp *qp, struct uiw_qp_depths *d)
+{
+	*d = (struct uiw_qp_depths){
+		.sq = qp->sq.tail - qp->sq.comp, .sq_cap = qp->sq.cap,
+		.rq = qp->srq != NULL ? 0 : uiw_ring_count(&qp->rq_ring),
+		.rq_cap = qp->srq != NULL ? 0 : qp->rq_ring.cap,
+		.orq = qp->orq != NULL ? uiw_ring_count(&qp->orq_ring) : 0, .ord = qp->ord,
+		.irq = qp->irq != NULL ? uiw_ring_count(&qp->irq_ring) + uiw_ring_count(&qp->irq_sent_ring) : 0,
+		.ird = qp->ird };
+}
+
+const char *uiw_qp_state_name(enum uiw_qp_state s)
+{
+	static const char *const names[] = { [UIW_QPS_IDLE] = "IDLE", [UIW_QPS_RTS] = "RTS",
+					     [UIW_QPS_CLOSING] = "CLOSING",
+					     [UIW_QPS_TERMINATE] = "TERMINATE", [UIW_QPS_ERROR] = "ERROR" };
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
 const struct uiw_term_info *uiw_qp_term_tx(const struct uiw_qp *qp) { return &qp->term_tx; }
 
 /* ---- The MPA connection under the QP. ---- */

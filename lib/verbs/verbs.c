@@ -3,6 +3,7 @@
  * path that verbs.h's inline functions reach through context->ops. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -1113,6 +1114,59 @@ const uint64_t *uiw_verbs_rdmap_totals(void)
 		for (const struct uiw_qp_v *q = devs[i]->qps; q != NULL; q = q->next)
 			qp_counters_add(qp_totals, q);
 	return qp_totals;
+}
+
+/* One QP of the listing: what it is connected to, how, its queues, and what it did. */
+static void print_qp(FILE *f, const struct uiw_qp_v *q)
+{
+	const struct uiw_qp *c = q->core;
+	const struct uiw_mpa_conn *conn = uiw_qp_conn(c);
+	const uint64_t *k = uiw_qp_counters(c);
+	struct uiw_qp_depths d;
+
+	fprintf(f, "qp %u %s engine %u %s", q->qp.qp_num, q->dev->dev.name, q->eng,
+		uiw_qp_state_name(uiw_qp_state(c)));
+	if (conn != NULL) {
+		const struct uiw_mpa_info *m = uiw_mpa_info(conn);
+		const struct uiw_tcp_conn *t = uiw_mpa_tcp(conn);
+		uint32_t la, ra;
+		uint16_t lp, rp;
+
+		uiw_tcp_conn_addrs(t, &la, &lp, &ra, &rp);
+		fprintf(f, " %u.%u.%u.%u:%u %s %u.%u.%u.%u:%u tcp %s mpa rev %u%s%s%s%s",
+			la >> 24, la >> 16 & 255, la >> 8 & 255, la & 255, lp,
+			m->initiator ? "->" : "<-", ra >> 24, ra >> 16 & 255, ra >> 8 & 255, ra & 255,
+			rp, uiw_tcp_state_name(uiw_tcp_state(t)), m->rev, m->crc ? " crc" : "",
+			m->markers_tx || m->markers_rx ? " markers" : "", m->p2p ? " p2p" : "",
+			uiw_qp_ext(c) & UIW_MPA_EXT_RFC7306 ? " rfc7306" : "");
+		const struct uiw_tcp_conn_stats *st = uiw_tcp_conn_stats(t);
+
+		fprintf(f, "\n  tcp bytes in %" PRIu64 " out %" PRIu64 " retransmits %" PRIu64
+			" rto %" PRIu64, st->bytes_in, st->bytes_out, st->retransmits, st->rto_expiries);
+	}
+	uiw_qp_depths(c, &d);
+	fprintf(f, "\n  queues sq %u/%u rq %u/%u%s orq %u/%u irq %u/%u\n  counters", d.sq, d.sq_cap,
+		d.rq, d.rq_cap, d.rq_cap == 0 ? " (srq)" : "", d.orq, d.ord, d.irq, d.ird);
+	for (unsigned i = 0; i < UIW_RDMAP_C__COUNT; i++)
+		if (k[i] != 0)
+			fprintf(f, " %s %" PRIu64, uiw_rdmap_counter_desc[i].name, k[i]);
+	fprintf(f, "\n");
+	if (uiw_qp_state(c) != UIW_QPS_RTS && uiw_qp_state(c) != UIW_QPS_IDLE &&
+	    uiw_qp_why(c)[0] != '\0')
+		fprintf(f, "  why %s\n", uiw_qp_why(c));
+}
+
+void uiw_verbs_print_qps(FILE *f)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ndevs; i++)
+		for (const struct uiw_qp_v *q = devs[i]->qps; q != NULL; q = q->next)
+			n++;
+	fprintf(f, "qps %u\n", n);
+	for (unsigned i = 0; i < ndevs; i++)
+		for (const struct uiw_qp_v *q = devs[i]->qps; q != NULL; q = q->next)
+			print_qp(f, q);
 }
 
 int ibv_destroy_qp(struct ibv_qp *qp)

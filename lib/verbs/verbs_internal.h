@@ -249,6 +249,10 @@ int uiw_verbs_post_send_all(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ib
 const uint64_t *uiw_verbs_rdmap_totals(void);
 /* The last reasons QPs went to error (uiw_qp_why), one line each, if any did. */
 void uiw_verbs_print_qp_errors(FILE *f);
+/* Every QP the devices hold: addresses, TCP and MPA state, queue depths, non-zero counters,
+ * why it left RTS (the status file, uiwarp-stat, UIWARP_STATS). The caller holds every
+ * engine. */
+void uiw_verbs_print_qps(FILE *f);
 
 /* IBV_SEND_INLINE: the bytes are copied when posted, into the WR's send queue slot. */
 #define UIW_MAX_INLINE 256

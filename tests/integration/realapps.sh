@@ -17,9 +17,13 @@
 #   rfc7306=0, as siw is): the post is refused;
 # - ibv_rc_pingpong (QPs connected by hand): ibv_modify_qp to RTR is refused;
 # - udaddy (UD, RDMA_PS_UDP): rdma_create_id is refused.
-# usage: realapps.sh DROPIN_DIR (or a library in it)
+# - uiwarp-stat while an rping pair runs: both programs answer, each listing its QP in RTS
+#   over an ESTABLISHED connection with the peer's address; a reader that hangs up at once
+#   does not hurt the program; the sockets are gone after the programs end.
+# usage: realapps.sh DROPIN_DIR (or a library in it) UIWARP_STAT
 set -u
-lib=${1:?usage: realapps.sh DROPIN_DIR}
+lib=${1:?usage: realapps.sh DROPIN_DIR UIWARP_STAT}
+stat_tool=${2:?usage: realapps.sh DROPIN_DIR UIWARP_STAT}
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
 for t in rdma_server rdma_client rdma_xserver rdma_xclient cmtime udaddy ibv_rc_pingpong fio qperf fi_pingpong; do
@@ -27,6 +31,7 @@ for t in rdma_server rdma_client rdma_xserver rdma_xclient cmtime udaddy ibv_rc_
 		{ echo "FAIL: $t not installed (rdmacm-utils, ibverbs-utils, fio, qperf, libfabric-bin: scripts/install-deps.sh)"; exit 1; }
 done
 tmp=$(mktemp -d /tmp/uiw-apps.XXXXXX)
+export UIWARP_STAT_DIR="$tmp/stat"   # uiwarp-stat's sockets: this test's own
 ns_s="uiw-ra-s-$$" ns_c="uiw-ra-c-$$"
 spid=""
 cleanup() {
@@ -88,6 +93,35 @@ if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_xclient: end 0" "$tmp/rdma_x
 	echo "ok: rdma_xserver and rdma_xclient: end 0 at both ends"
 else
 	bad "rdma_xserver/rdma_xclient: rc $rc/$src"; tail -5 "$tmp/rdma_xserver.s" "$tmp/rdma_xserver.c"
+fi
+
+# uiwarp-stat on a running pair (rping -C 20000: a few seconds). Listing connects to each
+# socket and hangs up at once: the program must not notice (no SIGPIPE).
+sock="$tmp/stat.sock"
+srv "$sock" timeout 60 rping -s -a 10.73.0.1 -C 20000 >"$tmp/stat.s" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+cli "$sock" timeout 60 rping -c -a 10.73.0.1 -C 20000 -V >"$tmp/stat.c" 2>&1 &
+cpid=$!
+sleep 1.5
+pids=$("$stat_tool")
+for p in $pids; do "$stat_tool" "$p" >"$tmp/stat.$p" 2>&1; done
+wait "$cpid"; rc=$?
+wait "$spid"; src=$?
+spid=""
+good=0
+for p in $pids; do
+	grep -q "^qp [0-9]* uiw0 engine 0 RTS 10\.73\.0\.[12]:[0-9]* [-<>]* 10\.73\.0\.[12]:[0-9]* tcp ESTABLISHED mpa rev 2 crc" "$tmp/stat.$p" &&
+		grep -q "^  queues sq [0-9]*/[0-9]* rq" "$tmp/stat.$p" && grep -q "^tcp.conns 1" "$tmp/stat.$p" &&
+		good=$((good + 1))
+done
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "$good" -eq 2 ] && [ -z "$(ls -A "$UIWARP_STAT_DIR")" ] &&
+   "$stat_tool" "$cpid" 2>&1 | grep -q "has no uiwarp instance"; then
+	echo "ok: uiwarp-stat: both rping processes answered ($(echo $pids)): $(grep '^qp ' "$tmp/stat.$(echo $pids | cut -d' ' -f1)")"
+else
+	bad "uiwarp-stat: rc $rc/$src, $good of 2 listings good, left: $(ls -A "$UIWARP_STAT_DIR")"
+	for p in $pids; do head -20 "$tmp/stat.$p"; done
+	tail -3 "$tmp/stat.s" "$tmp/stat.c"
 fi
 
 # cmtime's server serves until stopped.

@@ -19,6 +19,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,7 +92,10 @@ static struct {
 	unsigned long idle_naps;     /* naps after a quiet spell, the program blocked */
 	const char *status_path;     /* $UIWARP_STATUS: rewritten every STATUS_NS */
 	uint64_t status_at;          /* when it was last written */
-} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1 };
+	int stat_fd;                 /* the listening socket uiwarp-stat connects to, or -1 */
+	uint64_t stat_at;            /* when it was last looked at */
+	char stat_path[108];
+} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1, .stat_fd = -1 };
 
 static void drain_at_exit(void);
 
@@ -99,6 +105,23 @@ static void drain_at_exit(void);
  * counters, so a running program's state can be read without stopping it.
  */
 #define STATUS_NS (250 * 1000 * 1000ull)
+
+/* What the instance holds now and what it did: gauges, non-zero counters, every QP. With
+ * the lock held; the listing walks every engine's tables, so their threads wait meanwhile. */
+static void status_text(FILE *f)
+{
+	fprintf(f, "pid %d\n", (int)getpid());
+	if (__atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
+		uiw_engines_stop();
+	uiw_stack_print_gauges(f, &inst.stack);
+	uiw_stack_print_counters(f, &inst.stack);
+	uiw_counters_print(f, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
+			   UIW_RDMAP_C__COUNT, true);
+	uiw_verbs_print_qps(f);
+	uiw_verbs_print_qp_errors(f);
+	if (uiw_api_engines > 0)
+		uiw_engines_go();
+}
 
 static void status_write(uint64_t now)
 {
@@ -111,18 +134,80 @@ static void status_write(uint64_t now)
 	f = fopen(tmp, "w");
 	if (f == NULL)
 		return;
-	fprintf(f, "pid %d\n", (int)getpid());
-	/* The gauges walk every engine's tables: their threads wait meanwhile. */
-	if (__atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
-		uiw_engines_stop();
-	uiw_stack_print_gauges(f, &inst.stack);
-	uiw_stack_print_counters(f, &inst.stack);
-	uiw_counters_print(f, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
-			   UIW_RDMAP_C__COUNT, true);
-	if (uiw_api_engines > 0)
-		uiw_engines_go();
+	status_text(f);
 	if (fclose(f) != 0 || rename(tmp, inst.status_path) != 0)
 		unlink(tmp);
+}
+
+/*
+ * uiwarp-stat PID: the instance listens on DIR/PID.sock (DIR: $UIWARP_STAT_DIR, else
+ * /tmp/uiwarp-UID, made 0700), and the progress thread answers a connection, at most every
+ * STAT_NS, with status_text() and closes it. $UIWARP_STAT=0: no socket.
+ */
+#define STAT_NS (100 * 1000 * 1000ull)
+
+static void stat_listen(void)
+{
+	const char *dir = getenv("UIWARP_STAT_DIR"), *off = getenv("UIWARP_STAT");
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char own[64];
+	int fd;
+
+	if (off != NULL && strcmp(off, "0") == 0)
+		return;
+	if (dir == NULL || *dir == '\0') {
+		snprintf(own, sizeof(own), "/tmp/uiwarp-%u", (unsigned)getuid());
+		dir = own;
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return;
+	if (snprintf(a.sun_path, sizeof(a.sun_path), "%s/%d.sock", dir, (int)getpid()) >=
+	    (int)sizeof(a.sun_path))
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	unlink(a.sun_path);   /* a dead process of the same number left it */
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 4) != 0) {
+		UIW_WARN("uiwarp-stat: cannot listen on %s: %s", a.sun_path, strerror(errno));
+		close(fd);
+		return;
+	}
+	inst.stat_fd = fd;
+	snprintf(inst.stat_path, sizeof(inst.stat_path), "%s", a.sun_path);
+}
+
+/* With the lock held: answers a waiting uiwarp-stat, when it is time to look. */
+static void stat_serve(uint64_t now)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int c;
+
+	if (inst.stat_fd < 0 || now - inst.stat_at < STAT_NS)
+		return;
+	inst.stat_at = now;
+	c = accept4(inst.stat_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));   /* a reader that stalls */
+	f = open_memstream(&text, &len);
+	if (f != NULL) {
+		status_text(f);
+		fclose(f);
+		for (size_t off = 0; off < len;) {
+			/* A reader that went away must not kill the program (SIGPIPE). */
+			ssize_t w = send(c, text + off, len - off, MSG_NOSIGNAL);
+
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+	}
+	free(text);
+	close(c);
 }
 
 /* With the lock held: the status file, when it is due. */
@@ -130,6 +215,14 @@ static void status_due(uint64_t now)
 {
 	if (inst.status_path != NULL && now - inst.status_at >= STATUS_NS)
 		status_write(now);
+	stat_serve(now);
+}
+
+/* Whether status_due() has something to do: then the thread takes the lock for it. */
+static bool status_wanted(uint64_t now)
+{
+	return (inst.status_path != NULL && now - inst.status_at >= STATUS_NS) ||
+	       (inst.stat_fd >= 0 && now - inst.stat_at >= STAT_NS);
 }
 static void *progress_main(void *arg);
 
@@ -184,6 +277,7 @@ static void bring_up(void)
 	inst.status_path = getenv("UIWARP_STATUS");
 	if (inst.status_path != NULL && inst.status_path[0] == '\0')
 		inst.status_path = NULL;
+	stat_listen();
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
 	inst.nap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -215,6 +309,7 @@ static void print_counters(void)
 	uiw_counters_print(stderr, "rdmap", uiw_rdmap_counter_desc, uiw_verbs_rdmap_totals(),
 			   UIW_RDMAP_C__COUNT, true);
 	uiw_verbs_print_qp_errors(stderr);
+	uiw_verbs_print_qps(stderr);
 	uiw_verbs_print_engine_threads(stderr);
 	fprintf(stderr, "  progress.late_passes        %12lu  # progress thread passes that waited "
 		"over 1 ms for a core\n", inst.late_passes);
@@ -240,6 +335,8 @@ static void drain_at_exit(void)
 	/* The port is not closed (the exit takes the process's memory away): a memif
 	 * server's socket file goes now, or the next server would find it in use. */
 	uiw_port_forget_socket(&inst.cfg);
+	if (inst.stat_fd >= 0)
+		unlink(inst.stat_path);
 	/* The lock stays held: the progress thread (which only tries it, and naps while it is
 	 * taken) and any thread still in a call keep off the stack while the exit tears down
 	 * what it uses. */
@@ -371,9 +468,8 @@ static void *progress_main(void *arg)
 		if (program_polls()) {
 			uint64_t t = uiw_now_ns();
 
-			if (inst.status_path != NULL && t - inst.status_at >= STATUS_NS &&
-			    pthread_mutex_trylock(&uiw_big_lock) == 0) {
-				status_write(t);
+			if (status_wanted(t) && pthread_mutex_trylock(&uiw_big_lock) == 0) {
+				status_due(t);
 				pthread_mutex_unlock(&uiw_big_lock);
 			}
 			inst.naps++;
