@@ -107,6 +107,7 @@ struct tcp_ooo {
  * others.
  */
 #define TCP_TX_SHARE 256
+#define TCP_TX_SHARE_MIN 8
 
 /* Zero-window probes a connection the application has closed sends before it gives up
  * (about 50 s from the 200 ms minimum RTO, doubling). */
@@ -327,14 +328,19 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c);
 
-/* Whether @p c may queue @p more mbufs to send (TCP_TX_SHARE). */
+/* Whether @p c may queue @p more mbufs to send. Its share is TCP_TX_SHARE, or its part of
+ * sq_mbufs_soft when the connections are many (at least TCP_TX_SHARE_MIN): 64 connections
+ * each filling 256 mbufs took the send queues to sq_mbufs_max, and the frames and ACKs
+ * behind them found the pool empty. */
 static inline bool uiw_tcp_tx_fits(const struct uiw_tcp_conn *c, uint32_t more)
 {
 	const struct uiw_tcp *t = c->tcp;
+	uint32_t share = t->nconns > 1 ? t->sq_mbufs_soft / t->nconns : TCP_TX_SHARE;
 
 	if (t->sq_mbufs + more > t->sq_mbufs_max)
 		return false;
-	return c->sq_mbufs + more <= TCP_TX_SHARE || t->sq_mbufs + more <= t->sq_mbufs_soft;
+	share = share > TCP_TX_SHARE ? TCP_TX_SHARE : share < TCP_TX_SHARE_MIN ? TCP_TX_SHARE_MIN : share;
+	return c->sq_mbufs + more <= share || t->sq_mbufs + more <= t->sq_mbufs_soft;
 }
 
 /* Whether @p c may hold @p more receive mbufs (TCP_RX_SHARE). */

@@ -1648,6 +1648,35 @@ START_TEST(simultaneous_close_goes_through_closing)
 }
 END_TEST
 
+/* The send budget: past sq_mbufs_soft a connection may still queue its share, which is
+ * TCP_TX_SHARE with few connections and its part of sq_mbufs_soft with many (so that
+ * hundreds of them cannot take the send queues to sq_mbufs_max between them). */
+START_TEST(send_share_shrinks_with_many_connections)
+{
+	struct uiw_tcp t = { .sq_mbufs_soft = 2048, .sq_mbufs_max = 6144, .sq_mbufs = 3000 };
+	struct uiw_tcp_conn c = { .tcp = &t, .sq_mbufs = 100 };
+
+	t.nconns = 4;          /* share 256 */
+	ck_assert(uiw_tcp_tx_fits(&c, 100));
+	ck_assert(!uiw_tcp_tx_fits(&c, 157));
+	t.nconns = 64;         /* share 2048 / 64 = 32 */
+	ck_assert(!uiw_tcp_tx_fits(&c, 1));
+	c.sq_mbufs = 31;
+	ck_assert(uiw_tcp_tx_fits(&c, 1));
+	ck_assert(!uiw_tcp_tx_fits(&c, 2));
+	t.nconns = 10000;      /* at least TCP_TX_SHARE_MIN */
+	c.sq_mbufs = TCP_TX_SHARE_MIN - 1;
+	ck_assert(uiw_tcp_tx_fits(&c, 1));
+	ck_assert(!uiw_tcp_tx_fits(&c, 2));
+	t.sq_mbufs = 1000;     /* under sq_mbufs_soft: anyone may queue */
+	c.sq_mbufs = 500;
+	ck_assert(uiw_tcp_tx_fits(&c, 100));
+	t.sq_mbufs = 6100;     /* never past sq_mbufs_max */
+	c.sq_mbufs = 0;
+	ck_assert(!uiw_tcp_tx_fits(&c, 45));
+}
+END_TEST
+
 static Suite *tcp_suite(void)
 {
 	Suite *s = suite_create("tcp");
@@ -1703,6 +1732,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
 	tcase_add_test(tc, bad_checksum_dropped);
 	tcase_add_test(tc, backlog_bounds_half_open_connections);
+	tcase_add_test(tc, send_share_shrinks_with_many_connections);
 	suite_add_tcase(s, tc);
 	return s;
 }
