@@ -5,8 +5,9 @@
 # - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
 # - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
 # - fi_pingpong over libfabric's verbs provider (FI_EP_MSG) and over its RXM utility
-#   provider (FI_EP_RDM), every message checked; the server of the first captures its
-#   traffic (key pcap), which tshark's iWARP dissectors must find clean;
+#   provider (FI_EP_RDM), every message checked;
+# - rdma_server captures its traffic (key pcap), which tshark's iWARP dissectors must find
+#   clean;
 # - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat, rc_rdma_write_bw and
 #   rc_rdma_write_lat (RDMA Write with immediate data, RFC 7306): qperf talks over kernel
 #   TCP first, so each side runs in a network namespace (made here) whose veth carries the
@@ -80,12 +81,19 @@ pair() {
 	spid=""
 }
 
-pair rdma_server 0 rdma_server -p 7471 -- rdma_client -s 10.73.0.1 -p 7471
+# The server captures its traffic (key pcap), which tshark's dissectors must find clean.
+srv_extra="pcap=$tmp/rs.pcap" pair rdma_server 0 rdma_server -p 7471 -- rdma_client -s 10.73.0.1 -p 7471
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_client: end 0" "$tmp/rdma_server.c" &&
 	grep -q "rdma_server: end 0" "$tmp/rdma_server.s"; then
 	echo "ok: rdma_server and rdma_client: end 0 at both ends"
 else
 	bad "rdma_server/rdma_client: rc $rc/$src"; tail -5 "$tmp/rdma_server.s" "$tmp/rdma_server.c"
+fi
+if out=$(python3 "$(dirname "$0")/../tools/iwarp_check.py" --one-fpdu-per-segment "$tmp/rs.pcap" 2>&1) &&
+   echo "$out" | grep -q "requests=1 replies=1"; then
+	echo "ok: the server's capture (pcap=FILE): ${out#*: }"
+else
+	bad "the server's capture: $out"
 fi
 
 pair rdma_xserver 0 rdma_xserver -p 7472 -- rdma_xclient -s 10.73.0.1 -p 7472
@@ -95,13 +103,13 @@ else
 	bad "rdma_xserver/rdma_xclient: rc $rc/$src"; tail -5 "$tmp/rdma_xserver.s" "$tmp/rdma_xserver.c"
 fi
 
-# uiwarp-stat on a running pair (rping -C 20000: a few seconds). Listing connects to each
+# uiwarp-stat on a running pair (rping -C 12000: a few seconds). Listing connects to each
 # socket and hangs up at once: the program must not notice (no SIGPIPE).
 sock="$tmp/stat.sock"
-srv "$sock" timeout 60 rping -s -a 10.73.0.1 -C 20000 >"$tmp/stat.s" 2>&1 &
+srv "$sock" timeout 60 rping -s -a 10.73.0.1 -C 12000 >"$tmp/stat.s" 2>&1 &
 spid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-cli "$sock" timeout 60 rping -c -a 10.73.0.1 -C 20000 -V >"$tmp/stat.c" 2>&1 &
+cli "$sock" timeout 60 rping -c -a 10.73.0.1 -C 12000 -V >"$tmp/stat.c" 2>&1 &
 cpid=$!
 sleep 1.5
 pids=$("$stat_tool")
@@ -174,19 +182,11 @@ fi
 
 # fi_pingpong over libfabric's verbs provider, FI_EP_MSG, every message checked (-c); its
 # control channel is kernel TCP, and its provider binds 127.0.0.1 as it probes.
-# The server captures its traffic (key pcap), which tshark's dissectors must find clean.
-srv_extra="pcap=$tmp/fi.pcap" pair fi 0 fi_pingpong -p verbs -e msg -I 50 -c -- \
-	fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1
+pair fi 0 fi_pingpong -p verbs -e msg -I 50 -c -- fi_pingpong -p verbs -e msg -I 50 -c 10.73.0.1
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; then
 	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
 else
 	bad "fi_pingpong: rc $rc/$src"; tail -5 "$tmp/fi.s" "$tmp/fi.c"
-fi
-if out=$(python3 "$(dirname "$0")/../tools/iwarp_check.py" --one-fpdu-per-segment "$tmp/fi.pcap" 2>&1) &&
-   echo "$out" | grep -q "requests=1 replies=1"; then
-	echo "ok: the server's capture (pcap=FILE): ${out#*: }"
-else
-	bad "the server's capture: $out"
 fi
 
 # The same over libfabric's RXM utility provider (FI_EP_RDM on verbs MSG endpoints). The
