@@ -460,6 +460,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 		/* The pool refills as the PMD and the peer hand frames back: data is tried
 		 * again on the next pass, not only when a timer fires. */
 		tcp_count(t, UIW_TCP_C_tx_nombuf);
+		t->pool_empty = true;
 		/* Data, a FIN, or an ACK owed now: next pass again (nothing else may come). */
 		if (len > 0 || (flags & UIW_TCP_FIN) || (c->flags & TF_ACK_NOW))
 			uiw_tcp_mark_blocked(c);

@@ -14,6 +14,10 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 		c->flags &= (uint16_t)~TF_TX_BLOCKED;
 		uiw_tcp_mark_pending(c);
 	}
+	bool port_full = false;
+
+	t->pool_empty = false;
+
 	while (t->pending != NULL) {
 		struct uiw_tcp_conn *c = t->pending;
 
@@ -24,7 +28,20 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 			c->t_delack = now + t->delack_ns;
 			uiw_tcp_timer_arm(c);
 		}
-		uiw_tcp_output(c);
+		/* The port's queue full: the PMD may take some now; if not, nothing more goes
+		 * out this pass, and the connections left wait for the next without trying
+		 * (512 connections each building a segment the port refused, every pass, took
+		 * more time than the data). The same once the pool had no mbuf for one. */
+		if (!port_full && uiw_port_tx_room(t->port) == 0) {
+			uiw_port_flush(t->port);
+			port_full = uiw_port_tx_room(t->port) == 0;
+		}
+		if ((port_full || t->pool_empty) && !(c->flags & TF_DOOMED)) {
+			tcp_count(t, UIW_TCP_C_tx_port_wait);
+			uiw_tcp_mark_blocked(c);
+		} else {
+			uiw_tcp_output(c);
+		}
 		t->busy = NULL;
 		if (c->flags & TF_DOOMED)
 			uiw_tcp_conn_drop(c, c->doom_err);
