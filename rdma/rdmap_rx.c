@@ -316,7 +316,7 @@ static int rx_atomic_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, false,
 			    "Atomic Requests beyond the IRD");
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rq, sizeof(rq));
-	if (uiw_rdmap_atomic_word(&rq) > UIW_ATOMIC_CMP_SWAP)
+	if ((uiw_rdmap_atomic_word(&rq) & 0x0f) > UIW_ATOMIC_CMP_SWAP)   /* reserved bits ignored */
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false,
 			    "Atomic Request with an unknown operation");
 	uint64_t to = uiw_rdmap_atomic_to(&rq);
