@@ -199,18 +199,34 @@ static int read_req_error(struct uiw_qp *qp, enum uiw_stag_check r, const struct
 	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_PROT, code[r], u, s, true, why);
 }
 
+/* A message of one whole segment of @p size octets, in sequence on queue @p qn (a Read
+ * Request, and RFC 7306's three). @return 0, or what the Terminate returned. */
+static int one_segment(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
+		       uint32_t qn, uint32_t size, const char *what)
+{
+	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, qn, true);
+	char why[64];
+
+	if (code != 0) {
+		snprintf(why, sizeof(why), "%s with an unexpected %s", what,
+			 code == UIW_DDP_UNT_MO ? "MO" : "MSN");
+		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, why);
+	}
+	if (!s->last || s->len != size) {
+		snprintf(why, sizeof(why), "%s of the wrong size", what);
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, why);
+	}
+	return 0;
+}
+
 static int rx_read_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
 {
 	struct uiw_rdmap_read_req rr;
 	struct uiw_mr *mr = NULL;
+	int rc = one_segment(qp, u, s, UIW_DDP_QN_READ_REQ, sizeof(rr), "Read Request");
 
-	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_READ_REQ, true);
-
-	if (code != 0)
-		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
-				? "Read Request with an MO" : "Read Request with an unexpected MSN");
-	if (!s->last || s->len != sizeof(rr))
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false, "Read Request of the wrong size");
+	if (rc != 0)
+		return rc;
 	if (!irq_room(qp))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, true,
 			    uiw_ring_empty(&qp->irq_sent_ring) ? "Read Requests beyond the IRD"
@@ -242,14 +258,10 @@ static int rx_imm(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct
 		  uint8_t op)
 {
 	struct uiw_rdmap_imm imm;
-	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_SEND, true);
+	int rc = one_segment(qp, u, s, UIW_DDP_QN_SEND, sizeof(imm), "Immediate Data");
 
-	if (code != 0)
-		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
-				? "Immediate Data with an unexpected MO" : "Immediate Data with an unexpected MSN");
-	if (!s->last || s->len != sizeof(imm))
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
-			    "Immediate Data of the wrong size");
+	if (rc != 0)
+		return rc;
 	if (!uiw_qp_take_recv(qp))
 		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
 				"Immediate Data with no receive posted");
@@ -304,14 +316,10 @@ static int rx_atomic_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const
 {
 	struct uiw_rdmap_atomic_req rq;
 	struct uiw_mr *mr;
-	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_READ_REQ, true);
+	int rc = one_segment(qp, u, s, UIW_DDP_QN_READ_REQ, sizeof(rq), "Atomic Request");
 
-	if (code != 0)
-		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
-				? "Atomic Request with an MO" : "Atomic Request with an unexpected MSN");
-	if (!s->last || s->len != sizeof(rq))
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
-			    "Atomic Request of the wrong size");
+	if (rc != 0)
+		return rc;
 	if (!irq_room(qp))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x07, u, s, false,
 			    "Atomic Requests beyond the IRD");
@@ -344,14 +352,10 @@ static int rx_atomic_req(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const
 static int rx_atomic_resp(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s)
 {
 	struct uiw_rdmap_atomic_resp rp;
-	uint8_t code = uiw_ddp_untagged_check(&qp->ddp, s, UIW_DDP_QN_ATOMIC_RESP, true);
+	int rc = one_segment(qp, u, s, UIW_DDP_QN_ATOMIC_RESP, sizeof(rp), "Atomic Response");
 
-	if (code != 0)
-		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, code, u, s, code == UIW_DDP_UNT_MO
-				? "Atomic Response with an MO" : "Atomic Response with an unexpected MSN");
-	if (!s->last || s->len != sizeof(rp))
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0xff, u, s, false,
-			    "Atomic Response of the wrong size");
+	if (rc != 0)
+		return rc;
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &rp, sizeof(rp));
 	struct orq_entry *o = uiw_ring_empty(&qp->orq_ring) ? NULL
 			      : &qp->orq[uiw_ring_slot(&qp->orq_ring, qp->orq_ring.head)];
