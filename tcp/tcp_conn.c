@@ -95,6 +95,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->sq_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
 	t->rx_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
 	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;
+	uiw_tcp_tx_share_set(t);
 	bit = rte_mbuf_dynflag_register(&record_flag);
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;
 	bit = rte_mbuf_dynflag_register(&summed_flag);
@@ -167,6 +168,7 @@ struct uiw_tcp_conn *uiw_tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_
 	c->hnext = t->hash[h];
 	t->hash[h] = c;
 	t->nconns++;
+	uiw_tcp_tx_share_set(t);
 	return c;
 }
 
@@ -219,6 +221,7 @@ void uiw_tcp_conn_free(struct uiw_tcp_conn *c)
 	c->hnext = t->free_list;
 	t->free_list = c;
 	t->nconns--;
+	uiw_tcp_tx_share_set(t);
 }
 
 /* The connection ends: the layer above hears why, then the TCB is freed. */
@@ -618,4 +621,5 @@ void uiw_tcp_set_engine(struct uiw_tcp *t, unsigned engine, unsigned nengines)
 		t->sq_mbufs_max /= nengines;
 		t->sq_mbufs_soft /= nengines;
 	}
+	uiw_tcp_tx_share_set(t);
 }

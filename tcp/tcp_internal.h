@@ -224,6 +224,7 @@ struct uiw_tcp {
 	unsigned sq_mbufs;                 /* mbufs held by all send queues */
 	unsigned sq_mbufs_soft;            /* beyond it, only connections within their share */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
+	unsigned tx_share;                 /* each connection's share (uiw_tcp_tx_share_set()) */
 	/* Configuration. */
 	uint32_t rcv_buf, snd_buf;
 	uint32_t notsent_max;              /* of snd_buf, bytes queued and not yet sent (0: any) */
@@ -329,19 +330,27 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);
 uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c);
 
-/* Whether @p c may queue @p more mbufs to send. Its share is TCP_TX_SHARE, or its part of
- * sq_mbufs_soft when the connections are many (at least TCP_TX_SHARE_MIN): 64 connections
- * each filling 256 mbufs took the send queues to sq_mbufs_max, and the frames and ACKs
- * behind them found the pool empty. */
+/* Each connection's send share, as connections come and go: TCP_TX_SHARE, or its part of
+ * sq_mbufs_soft when they are many (at least TCP_TX_SHARE_MIN). 64 connections each
+ * filling 256 mbufs took the send queues to sq_mbufs_max, and the frames and ACKs behind
+ * them found the pool empty. */
+static inline void uiw_tcp_tx_share_set(struct uiw_tcp *t)
+{
+	uint32_t share = t->nconns > 1 ? t->sq_mbufs_soft / t->nconns : TCP_TX_SHARE;
+
+	t->tx_share = share > TCP_TX_SHARE ? TCP_TX_SHARE
+		      : share < TCP_TX_SHARE_MIN ? TCP_TX_SHARE_MIN : share;
+}
+
+/* Whether @p c may queue @p more mbufs to send: within its share, or while all send
+ * queues together are under sq_mbufs_soft; never past sq_mbufs_max. */
 static inline bool uiw_tcp_tx_fits(const struct uiw_tcp_conn *c, uint32_t more)
 {
 	const struct uiw_tcp *t = c->tcp;
-	uint32_t share = t->nconns > 1 ? t->sq_mbufs_soft / t->nconns : TCP_TX_SHARE;
 
 	if (t->sq_mbufs + more > t->sq_mbufs_max)
 		return false;
-	share = share > TCP_TX_SHARE ? TCP_TX_SHARE : share < TCP_TX_SHARE_MIN ? TCP_TX_SHARE_MIN : share;
-	return c->sq_mbufs + more <= share || t->sq_mbufs + more <= t->sq_mbufs_soft;
+	return c->sq_mbufs + more <= t->tx_share || t->sq_mbufs + more <= t->sq_mbufs_soft;
 }
 
 /* Whether @p c may hold @p more receive mbufs (TCP_RX_SHARE). */

@@ -1657,14 +1657,17 @@ START_TEST(send_share_shrinks_with_many_connections)
 	struct uiw_tcp_conn c = { .tcp = &t, .sq_mbufs = 100 };
 
 	t.nconns = 4;          /* share 256 */
+	uiw_tcp_tx_share_set(&t);
 	ck_assert(uiw_tcp_tx_fits(&c, 100));
 	ck_assert(!uiw_tcp_tx_fits(&c, 157));
 	t.nconns = 64;         /* share 2048 / 64 = 32 */
+	uiw_tcp_tx_share_set(&t);
 	ck_assert(!uiw_tcp_tx_fits(&c, 1));
 	c.sq_mbufs = 31;
 	ck_assert(uiw_tcp_tx_fits(&c, 1));
 	ck_assert(!uiw_tcp_tx_fits(&c, 2));
 	t.nconns = 10000;      /* at least TCP_TX_SHARE_MIN */
+	uiw_tcp_tx_share_set(&t);
 	c.sq_mbufs = TCP_TX_SHARE_MIN - 1;
 	ck_assert(uiw_tcp_tx_fits(&c, 1));
 	ck_assert(!uiw_tcp_tx_fits(&c, 2));
