@@ -94,8 +94,11 @@ static struct {
 	uint64_t status_at;          /* when it was last written */
 	int stat_fd;                 /* the listening socket uiwarp-stat connects to, or -1 */
 	uint64_t stat_at;            /* when it was last looked at */
+	int stat_client;             /* an answer made under the lock, sent after it, or -1 */
+	char *stat_text;
+	size_t stat_len;
 	char stat_path[108];
-} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1, .stat_fd = -1 };
+} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1, .stat_fd = -1, .stat_client = -1 };
 
 static void drain_at_exit(void);
 
@@ -177,37 +180,57 @@ static void stat_listen(void)
 	snprintf(inst.stat_path, sizeof(inst.stat_path), "%s", a.sun_path);
 }
 
-/* With the lock held: answers a waiting uiwarp-stat, when it is time to look. */
+/* A slow reader gets what it has read by then: the progress thread goes back to work. */
+#define STAT_SEND_NS (50 * 1000 * 1000ull)
+
+/* With the lock held: takes a waiting uiwarp-stat, when it is time to look, and writes its
+ * answer; stat_send() sends it once the lock is given back. */
 static void stat_serve(uint64_t now)
 {
-	struct timeval tv = { .tv_sec = 1 };
-	char *text = NULL;
-	size_t len = 0;
 	FILE *f;
 	int c;
 
-	if (inst.stat_fd < 0 || now - inst.stat_at < STAT_NS)
+	if (inst.stat_fd < 0 || inst.stat_client >= 0 || now - inst.stat_at < STAT_NS)
 		return;
 	inst.stat_at = now;
-	c = accept4(inst.stat_fd, NULL, NULL, SOCK_CLOEXEC);
+	c = accept4(inst.stat_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (c < 0)
 		return;
-	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));   /* a reader that stalls */
-	f = open_memstream(&text, &len);
-	if (f != NULL) {
-		status_text(f);
-		fclose(f);
-		for (size_t off = 0; off < len;) {
-			/* A reader that went away must not kill the program (SIGPIPE). */
-			ssize_t w = send(c, text + off, len - off, MSG_NOSIGNAL);
-
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
+	f = open_memstream(&inst.stat_text, &inst.stat_len);
+	if (f == NULL) {
+		close(c);
+		return;
 	}
-	free(text);
-	close(c);
+	status_text(f);
+	fclose(f);
+	inst.stat_client = c;
+}
+
+/* Without the lock: sends the answer stat_serve() wrote, for at most STAT_SEND_NS. */
+static void stat_send(void)
+{
+	uint64_t end = uiw_now_ns() + STAT_SEND_NS;
+
+	if (inst.stat_client < 0)
+		return;
+	for (size_t off = 0; off < inst.stat_len && uiw_now_ns() < end;) {
+		struct pollfd p = { .fd = inst.stat_client, .events = POLLOUT };
+		/* A reader that went away must not kill the program (SIGPIPE). */
+		ssize_t w = send(inst.stat_client, inst.stat_text + off, inst.stat_len - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w > 0)
+			off += (size_t)w;
+		else if (w < 0 && errno == EAGAIN)
+			poll(&p, 1, 5);
+		else
+			break;
+	}
+	free(inst.stat_text);
+	inst.stat_text = NULL;
+	inst.stat_len = 0;
+	close(inst.stat_client);
+	inst.stat_client = -1;
 }
 
 /* With the lock held: the status file, when it is due. */
@@ -471,6 +494,7 @@ static void *progress_main(void *arg)
 			if (status_wanted(t) && pthread_mutex_trylock(&uiw_big_lock) == 0) {
 				status_due(t);
 				pthread_mutex_unlock(&uiw_big_lock);
+				stat_send();
 			}
 			inst.naps++;
 			nap_backoff(&nap_us);
@@ -502,6 +526,7 @@ static void *progress_main(void *arg)
 		}
 		status_due(now);
 		pthread_mutex_unlock(&uiw_big_lock);
+		stat_send();
 		if (work > 0 || quiet_since == 0) {
 			quiet_since = work > 0 ? 0 : now;
 			idle_nap_us = NAP_MIN_US;
