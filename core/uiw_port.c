@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "uiw_port.h"
+#include "uiw_pci.h"
 #include "uiw_capture.h"
 
 #include <ctype.h>
@@ -94,6 +95,18 @@ static void default_lcores(char *buf, size_t len)
 	}
 }
 
+static bool use_hugepages(const struct uiw_config *cfg)
+{
+	switch (cfg->hugepages) {
+	case UIW_HUGE_ON:
+		return true;
+	case UIW_HUGE_OFF:
+		return false;
+	default:
+		return hugepages_free() >= UIW_HUGE_MIN_FREE_2M;
+	}
+}
+
 struct argbuf {
 	char **argv;
 	int argc, max;
@@ -147,17 +160,7 @@ int uiw_eal_build_args(const struct uiw_config *cfg, const char *prog, char **ar
 		rc |= pushs(&ab, "--no-pci");
 	}
 	rc |= pushs(&ab, "--no-telemetry");
-	switch (cfg->hugepages) {
-	case UIW_HUGE_ON:
-		huge = true;
-		break;
-	case UIW_HUGE_OFF:
-		huge = false;
-		break;
-	default:
-		huge = hugepages_free() >= UIW_HUGE_MIN_FREE_2M;
-		break;
-	}
+	huge = use_hugepages(cfg);
 	if (huge) {
 		/* No files left in hugetlbfs or /var/run/dpdk, any number of processes. */
 		rc |= pushs(&ab, "--in-memory");
@@ -198,6 +201,21 @@ int uiw_eal_init(const struct uiw_config *cfg, const char *prog)
 	if (uiw_log_level_get() >= UIW_LOG_DEBUG) {
 		for (int i = 0; i < argc; i++)
 			UIW_DEBUG("EAL argv[%d] = %s", i, argv[i]);
+	}
+	if (cfg->hugepages == UIW_HUGE_ON && hugepages_free() == 0) {
+		UIW_ERR("hugepages=on, but no 2 MiB hugepage is free or hugetlbfs is not mounted "
+			"(HugePages_Free in /proc/meminfo; echo 512 > "
+			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; mount -t hugetlbfs "
+			"nodev /dev/hugepages), or set hugepages=off");
+		return -1;
+	}
+	if (uiw_devargs_is_pci(cfg->port)) {
+		char why[512];
+
+		if (uiw_pci_check("/sys", cfg->port, use_hugepages(cfg), why, sizeof(why)) != 0) {
+			UIW_ERR("key 'port': %s", why);
+			return -1;
+		}
 	}
 	if (rte_eal_init(argc, argv) < 0) {
 		UIW_ERR("EAL init failed: %s", rte_strerror(rte_errno));
@@ -607,6 +625,7 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 
 	memset(port, 0, sizeof(*port));
 	port->port_id = port_id;
+	port->link = -1;
 	port->rx_burst = ethdev_rx;
 	port->tx_burst = ethdev_tx;
 	rte_eth_dev_get_name_by_port(port_id, port->name);
@@ -714,6 +733,38 @@ int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 	}
 }
 
+#define LINK_CHECK_NS (100 * 1000 * 1000ull)
+
+void uiw_port_link_check(struct uiw_port *port, uint64_t now)
+{
+	struct rte_eth_link link;
+	int8_t up;
+
+	if (port->port_id == UIW_PORT_NONE || port->shared || now < port->link_check_ns)
+		return;
+	port->link_check_ns = now + LINK_CHECK_NS;
+	/* A gated port's state is kept by its control thread, which the gate holds. */
+	if (port->gated)
+		return;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(port->port_id, &link) != 0)
+		return;
+	up = link.link_status == RTE_ETH_LINK_UP ? 1 : 0;
+	if (up == port->link)
+		return;
+	if (port->link >= 0) {
+		port->counters[up ? UIW_PORT_C_link_up : UIW_PORT_C_link_down]++;
+		if (up && link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN)
+			UIW_INFO("port %s: link up, %u Mb/s", port->name, link.link_speed);
+		else if (up)
+			UIW_INFO("port %s: link up", port->name);
+		else
+			UIW_WARN("port %s: link down: frames sent now are lost; TCP sends them "
+				 "again once it is back", port->name);
+	}
+	port->link = up;
+}
+
 int uiw_port_open_queue(struct uiw_port *q, const struct uiw_port *base, uint16_t queue)
 {
 	if (base->port_id == UIW_PORT_NONE || queue >= base->nqueues) {
@@ -814,6 +865,7 @@ void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
 {
 	memset(port, 0, sizeof(*port));
 	port->port_id = UIW_PORT_NONE;
+	port->link = -1;
 	port->pool = pool;
 	port->mac = *mac;
 	port->mtu = mtu;

@@ -38,7 +38,9 @@
 	X(rx_missed, "frames the PMD dropped: RX queue full (ethdev imissed)")         \
 	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
 	X(rx_nombuf, "frames the PMD dropped: no mbuf to receive into")               \
-	X(ctl_windows, "pauses of the data path for the PMD's control thread (memif)")
+	X(ctl_windows, "pauses of the data path for the PMD's control thread (memif)") \
+	X(link_down, "times the link went down (checked every 100 ms)")              \
+	X(link_up, "times the link came back up")
 
 #define UIW_PORT_C_(name, help) UIW_PORT_C_##name,
 enum uiw_port_counter { UIW_PORT_COUNTERS(UIW_PORT_C_) UIW_PORT_C__COUNT };
@@ -86,6 +88,8 @@ struct uiw_port {
 	                               *   point into memory DPDK does not know (lent memory) */
 	uint16_t tx_n;
 	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */
+	uint64_t link_check_ns;       /**< when uiw_port_link_check() next reads the link */
+	int8_t link;                  /**< last link state read: 1 up, 0 down, -1 not yet */
 	struct rte_mbuf *tx_buf[UIW_PORT_TX_BUF];
 	uint64_t counters[UIW_PORT_C__COUNT];
 	char name[64];
@@ -155,6 +159,13 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 int uiw_port_open_queue(struct uiw_port *q, const struct uiw_port *base, uint16_t queue);
 
 int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms);
+
+/**
+ * Reads the link state at most every 100 ms (a PCI NIC's is a register read) and logs and
+ * counts each change (port.link_down, port.link_up). What was sent while it was down is
+ * lost on the wire, and TCP sends it again. Only the handle that owns the port looks.
+ */
+void uiw_port_link_check(struct uiw_port *port, uint64_t now);
 
 /** Stops and closes the port, frees queued frames and its pool (pcap output is flushed). */
 void uiw_port_close(struct uiw_port *port);

@@ -160,6 +160,7 @@ void uiw_net_timer(struct uiw_net *net, uint64_t now)
 		return;
 	net->next_timer = now + UIW_NET_TIMER_NS;
 	uiw_arp_timer(net, now);
+	uiw_port_link_check(net->port, now);
 }
 
 unsigned uiw_net_take_handed(struct uiw_net *net, uint64_t now)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Port objects: TX queueing and accounting, ring-pair ports through the real ethdev API. */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "frames.h"
 #include "uiw_capture.h"
 #include "uiw_fault.h"
+#include "uiw_pci.h"
 #include "uiw_port.h"
 #include "uiw_time.h"
 
@@ -288,6 +290,107 @@ START_TEST(capture_writes_received_frames)
 }
 END_TEST
 
+
+/* A link change is read at most every 100 ms, logged and counted once each way. */
+START_TEST(link_changes_counted_once_each)
+{
+	struct uiw_config cfg;
+	struct uiw_port a, b;
+	uint16_t ida, idb;
+	const uint64_t ms = 1000 * 1000;
+
+	uiw_config_defaults(&cfg);
+	cfg.mbufs = 511;
+	ck_assert_int_eq(uiw_port_ringpair_create("lnk", 1, &ida, &idb), 0);
+	ck_assert_int_eq(uiw_port_open_ethdev(&a, ida, &cfg), 0);
+	ck_assert_int_eq(uiw_port_open_ethdev(&b, idb, &cfg), 0);
+	uiw_port_link_check(&a, 1000 * ms);   /* the first reading is no change */
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_link_up], 0);
+	ck_assert_int_eq(rte_eth_dev_set_link_down(ida), 0);
+	uiw_port_link_check(&a, 1050 * ms);   /* too soon: not read */
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_link_down], 0);
+	uiw_port_link_check(&a, 1100 * ms);
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_link_down], 1);
+	uiw_port_link_check(&a, 1200 * ms);   /* still down: not again */
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_link_down], 1);
+	ck_assert_int_eq(rte_eth_dev_set_link_up(ida), 0);
+	uiw_port_link_check(&a, 1300 * ms);
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_link_up], 1);
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_link_down], 1);
+	uiw_port_close(&a);
+	uiw_port_close(&b);
+}
+END_TEST
+
+/* A fake sysfs tree: @p dir/bus/pci/devices/0000:00:05.0 bound to @p driver ("" none). */
+static void fake_nic(const char *dir, const char *driver)
+{
+	char path[512], cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s/bus/pci/devices/0000:00:05.0/net/eth1 "
+		 "%s/module", dir, dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	if (driver[0] != '\0') {
+		snprintf(path, sizeof(path), "%s/bus/pci/devices/0000:00:05.0/driver", dir);
+		snprintf(cmd, sizeof(cmd), "../../../../bus/pci/drivers/%s", driver);
+		ck_assert_int_eq(symlink(cmd, path), 0);
+	}
+}
+
+static void fake_mkdir(const char *dir, const char *sub)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/%s", dir, sub);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Says what a PCI NIC lacks before the EAL would fail without saying why. */
+START_TEST(pci_check_says_what_a_nic_lacks)
+{
+	char dir[] = "/tmp/uiw-sysfs-XXXXXX", why[512], cmd[600];
+	const char *nic = "0000:00:05.0";
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	fake_nic(dir, "");
+	ck_assert_int_eq(uiw_pci_check(dir, "0000:00:09.0", true, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "no PCI device 0000:00:09.0"));
+	ck_assert_int_eq(uiw_pci_check(dir, "00:05.0", true, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "0000:00:05.0 has no driver"));
+
+	fake_nic(dir, "e1000e");
+	ck_assert_int_eq(uiw_pci_check(dir, "0000:00:05.0,rx_queue_size=512", true, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "kernel driver 'e1000e' (interface eth1)"));
+
+	fake_nic(dir, "mlx5_core");   /* bifurcated: fine as it is */
+	ck_assert_int_eq(uiw_pci_check(dir, nic, false, why, sizeof(why)), 0);
+
+	fake_nic(dir, "uio_pci_generic");
+	ck_assert_int_eq(uiw_pci_check(dir, nic, false, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "physical addresses"));
+	ck_assert_ptr_nonnull(strstr(why, "hugepages"));
+	ck_assert_int_eq(uiw_pci_check(dir, nic, true, why, sizeof(why)), 0);
+
+	fake_nic(dir, "vfio-pci");
+	ck_assert_int_eq(uiw_pci_check(dir, nic, true, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "no IOMMU group"));
+	fake_mkdir(dir, "module/vfio/parameters");
+	snprintf(cmd, sizeof(cmd), "echo Y > %s/module/vfio/parameters/enable_unsafe_noiommu_mode", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(uiw_pci_check(dir, nic, false, why, sizeof(why)), 0);
+
+	fake_nic(dir, "vfio-pci");
+	fake_mkdir(dir, "bus/pci/devices/0000:00:05.0/iommu_group");
+	ck_assert_int_eq(uiw_pci_check(dir, nic, false, why, sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "modprobe vfio_iommu_type1"));
+	fake_mkdir(dir, "module/vfio_iommu_type1");
+	ck_assert_int_eq(uiw_pci_check(dir, nic, false, why, sizeof(why)), 0);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *port_suite(void)
 {
 	Suite *s = suite_create("port");
@@ -302,6 +405,8 @@ static Suite *port_suite(void)
 	tcase_add_test(tc, fault_wrapper_releases_held_frames_on_time);
 	tcase_add_test(tc, capture_writes_each_sent_frame_once);
 	tcase_add_test(tc, capture_writes_received_frames);
+	tcase_add_test(tc, link_changes_counted_once_each);
+	tcase_add_test(tc, pci_check_says_what_a_nic_lacks);
 	suite_add_tcase(s, tc);
 	return s;
 }
