@@ -256,4 +256,22 @@ struct uiw_tcp_gauges {
 };
 void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g);
 
+/**
+ * At the end of the process that holds the stack: every connection the program left open
+ * (ESTABLISHED, CLOSE_WAIT, SYN-RECEIVED) is closed, its FIN queued behind what it still
+ * has to send, as the kernel does for a process that exits with sockets open.
+ */
+void uiw_tcp_close_all(struct uiw_tcp *t);
+
+/** Connections with octets or a FIN the peer has not acknowledged yet. */
+unsigned uiw_tcp_owed(const struct uiw_tcp *t);
+
+/** Resets (RST) every connection that still owes its peer octets or a FIN, so that the
+ *  peer learns at once that they will never come. @return how many. */
+unsigned uiw_tcp_reset_owed(struct uiw_tcp *t);
+
+/** Writes one line per listening port of @p t to @p out: "listen PORT backlog B half_open H".
+ * @return the number of listening ports. */
+unsigned uiw_tcp_print_listeners(const struct uiw_tcp *t, FILE *out);
+
 #endif

@@ -577,6 +577,68 @@ void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g)
 	g->sq_mbufs = t->sq_mbufs;
 }
 
+void uiw_tcp_close_all(struct uiw_tcp *t)
+{
+	for (unsigned i = 0; i < t->max_conns; i++) {
+		struct uiw_tcp_conn *c = &t->conns[i];
+
+		if (c->state == UIW_TCP_ESTABLISHED || c->state == UIW_TCP_CLOSE_WAIT ||
+		    c->state == UIW_TCP_SYN_RECEIVED)
+			uiw_tcp_close(c);
+	}
+}
+
+static bool owes(const struct uiw_tcp_conn *c)
+{
+	switch (c->state) {
+	case UIW_TCP_FIN_WAIT_1:   /* its FIN not acknowledged */
+	case UIW_TCP_CLOSING:
+	case UIW_TCP_LAST_ACK:
+		return true;
+	case UIW_TCP_ESTABLISHED:
+	case UIW_TCP_CLOSE_WAIT:
+		return c->snd_una != c->snd_max || c->sq.bytes > 0;
+	default:
+		return false;
+	}
+}
+
+unsigned uiw_tcp_owed(const struct uiw_tcp *t)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->max_conns; i++)
+		n += owes(&t->conns[i]) ? 1 : 0;
+	return n;
+}
+
+unsigned uiw_tcp_reset_owed(struct uiw_tcp *t)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->max_conns; i++)
+		if (owes(&t->conns[i])) {
+			uiw_tcp_abort(&t->conns[i]);
+			n++;
+		}
+	return n;
+}
+
+unsigned uiw_tcp_print_listeners(const struct uiw_tcp *t, FILE *out)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < TCP_MAX_LISTENERS; i++) {
+		const struct uiw_tcp_listener *l = &t->listeners[i];
+
+		if (l->port == 0)
+			continue;
+		fprintf(out, "listen %u backlog %u half_open %u\n", l->port, l->backlog, l->pending);
+		n++;
+	}
+	return n;
+}
+
 void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out)
 {
 	const struct uiw_tcp *t = c->tcp;

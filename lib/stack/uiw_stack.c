@@ -166,6 +166,25 @@ unsigned uiw_stack_conn_count(const struct uiw_stack *s)
 	return n;
 }
 
+unsigned uiw_stack_exit_step(struct uiw_stack *s, enum uiw_stack_exit step)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->nengines; i++) {
+		struct uiw_stack *e = i == 0 ? s : s->more[i - 1];
+
+		if (e->tcp == NULL)
+			continue;
+		if (step == UIW_STACK_EXIT_CLOSE)
+			uiw_tcp_close_all(e->tcp);
+		else if (step == UIW_STACK_EXIT_OWED)
+			n += uiw_tcp_owed(e->tcp);
+		else
+			n += uiw_tcp_reset_owed(e->tcp);
+	}
+	return n;
+}
+
 void uiw_stack_flush(struct uiw_stack *s)
 {
 	for (unsigned i = 0; i < s->nengines; i++)
@@ -249,6 +268,8 @@ void uiw_stack_print_gauges(FILE *f, const struct uiw_stack *s)
 	if (s->mpa != NULL)
 		fprintf(f, "mpa.conns %u\n", mpa_conns);
 	fprintf(f, "arp.entries %u\n", arp);
+	if (s->tcp != NULL)   /* every engine listens on the same ports: engine 0's list */
+		uiw_tcp_print_listeners(s->tcp, f);
 }
 
 /* @p into[i] += @p add[i]. */

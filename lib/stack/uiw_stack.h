@@ -113,6 +113,13 @@ static inline unsigned uiw_stack_poll(struct uiw_stack *s, uint64_t now)
 /** TCP connections of every engine. */
 unsigned uiw_stack_conn_count(const struct uiw_stack *s);
 
+/** The steps of a process's exit, over every engine: close every connection left open
+ *  (its FIN behind what it has queued); count those that still owe their peer octets or
+ *  a FIN; reset those that still do. */
+enum uiw_stack_exit { UIW_STACK_EXIT_CLOSE, UIW_STACK_EXIT_OWED, UIW_STACK_EXIT_RESET };
+/** @return connections owed or reset (0 for UIW_STACK_EXIT_CLOSE). */
+unsigned uiw_stack_exit_step(struct uiw_stack *s, enum uiw_stack_exit step);
+
 /** Offers every engine's queued frames to the port. */
 void uiw_stack_flush(struct uiw_stack *s);
 

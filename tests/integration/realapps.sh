@@ -70,15 +70,24 @@ pair() {
 	shift 2
 	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
 	shift
-	srv "$sock" timeout 60 "${srv[@]}" >"$tmp/$name.s" 2>&1 &
+	srv "$sock" timeout -k 5 60 "${srv[@]}" >"$tmp/$name.s" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-	cli "$sock" timeout 60 "$@" >"$tmp/$name.c" 2>&1
+	# Still running after 50 s: what each uiwarp process holds, for the failure report.
+	( sleep 50; for p in $("$stat_tool" 2>/dev/null); do "$stat_tool" "$p"; done >"$tmp/$name.stat" 2>&1 ) &
+	local diag=$!
+	cli "$sock" timeout -k 5 60 "$@" >"$tmp/$name.c" 2>&1
 	rc=$?
+	kill "$diag" 2>/dev/null
+	wait "$diag" 2>/dev/null
 	[ "$want" = any ] && kill "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
 	spid=""
+	if [ -s "$tmp/$name.stat" ]; then
+		echo "$name: still running after 50 s; uiwarp-stat of each process then:"
+		awk '/^pid /{print; q=0} /^qps /{q=1} q' "$tmp/$name.stat" | head -60 | sed 's/^/    /'
+	fi
 }
 
 # The server captures its traffic (key pcap), which tshark's dissectors must find clean.
@@ -87,7 +96,7 @@ if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_client: end 0" "$tmp/rdma_se
 	grep -q "rdma_server: end 0" "$tmp/rdma_server.s"; then
 	echo "ok: rdma_server and rdma_client: end 0 at both ends"
 else
-	bad "rdma_server/rdma_client: rc $rc/$src"; tail -5 "$tmp/rdma_server.s" "$tmp/rdma_server.c"
+	bad "rdma_server/rdma_client: rc $rc/$src"; tail -n 5 "$tmp/rdma_server.s" "$tmp/rdma_server.c"
 fi
 if out=$(python3 "$(dirname "$0")/../tools/iwarp_check.py" --one-fpdu-per-segment "$tmp/rs.pcap" 2>&1) &&
    echo "$out" | grep -q "requests=1 replies=1"; then
@@ -100,20 +109,28 @@ pair rdma_xserver 0 rdma_xserver -p 7472 -- rdma_xclient -s 10.73.0.1 -p 7472
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_xclient: end 0" "$tmp/rdma_xserver.c"; then
 	echo "ok: rdma_xserver and rdma_xclient: end 0 at both ends"
 else
-	bad "rdma_xserver/rdma_xclient: rc $rc/$src"; tail -5 "$tmp/rdma_xserver.s" "$tmp/rdma_xserver.c"
+	bad "rdma_xserver/rdma_xclient: rc $rc/$src"; tail -n 5 "$tmp/rdma_xserver.s" "$tmp/rdma_xserver.c"
 fi
 
-# uiwarp-stat on a running pair (rping -C 12000: a few seconds). Listing connects to each
-# socket and hangs up at once: the program must not notice (no SIGPIPE).
+# uiwarp-stat on a running pair (rping -C 12000: a few seconds on an idle machine, a
+# minute or more when other programs spin on its cores). Listing connects to each socket
+# and hangs up at once: the program must not notice (no SIGPIPE). Both are asked once
+# both answer and rping's QPs are up.
 sock="$tmp/stat.sock"
-srv "$sock" timeout 60 rping -s -a 10.73.0.1 -C 12000 >"$tmp/stat.s" 2>&1 &
+srv "$sock" timeout -k 5 150 rping -s -a 10.73.0.1 -C 12000 >"$tmp/stat.s" 2>&1 &
 spid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-cli "$sock" timeout 60 rping -c -a 10.73.0.1 -C 12000 -V >"$tmp/stat.c" 2>&1 &
+cli "$sock" timeout -k 5 150 rping -c -a 10.73.0.1 -C 12000 -V >"$tmp/stat.c" 2>&1 &
 cpid=$!
-sleep 1.5
-pids=$("$stat_tool")
-for p in $pids; do "$stat_tool" "$p" >"$tmp/stat.$p" 2>&1; done
+for _ in $(seq 100); do
+	pids=$("$stat_tool" 2>/dev/null)
+	up=0
+	for p in $pids; do
+		"$stat_tool" "$p" >"$tmp/stat.$p" 2>&1 && grep -q '^qp .* RTS ' "$tmp/stat.$p" && up=$((up + 1))
+	done
+	[ "$up" = 2 ] && break
+	sleep 0.1
+done
 wait "$cpid"; rc=$?
 wait "$spid"; src=$?
 spid=""
@@ -129,7 +146,7 @@ if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "$good" -eq 2 ] && [ -z "$(ls -A "$UIWAR
 else
 	bad "uiwarp-stat: rc $rc/$src, $good of 2 listings good, left: $(ls -A "$UIWARP_STAT_DIR")"
 	for p in $pids; do head -20 "$tmp/stat.$p"; done
-	tail -3 "$tmp/stat.s" "$tmp/stat.c"
+	tail -n 3 "$tmp/stat.s" "$tmp/stat.c"
 fi
 
 # cmtime's server serves until stopped.
@@ -137,18 +154,18 @@ pair cmtime any cmtime -b 10.73.0.1 -c 100 -- cmtime -s 10.73.0.1 -b 10.73.0.2 -
 if [ $rc -eq 0 ] && grep -q "^connect *:" "$tmp/cmtime.c" && ! grep -q "fail" "$tmp/cmtime.c"; then
 	echo "ok: cmtime -c 100: $(grep '^connect *:' "$tmp/cmtime.c" | tr -s ' ')"
 else
-	bad "cmtime: rc $rc"; tail -8 "$tmp/cmtime.c"
+	bad "cmtime: rc $rc"; tail -n 8 "$tmp/cmtime.c"
 fi
 
 for verb in write read; do
-	pair "fio_$verb" 0 fio --name=srv --ioengine=rdma --port=18610 --rw=read --bs=4k --size=16m -- \
-		fio --name=cli --ioengine=rdma --hostname=10.73.0.1 --port=18610 --rw=write --bs=4k \
+	pair "fio_$verb" 0 fio --thread --name=srv --ioengine=rdma --port=18610 --rw=read --bs=4k --size=16m -- \
+		fio --thread --name=cli --ioengine=rdma --hostname=10.73.0.1 --port=18610 --rw=write --bs=4k \
 		--size=16m --verb="$verb"
 	if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "err= 0" "$tmp/fio_$verb.c" &&
 		grep -q "err= 0" "$tmp/fio_$verb.s"; then
 		echo "ok: fio rdma --verb=$verb: $(grep -o 'IOPS=[^,]*, BW=[^ ]*' "$tmp/fio_$verb.c")"
 	else
-		bad "fio --verb=$verb: rc $rc/$src"; tail -6 "$tmp/fio_$verb.s" "$tmp/fio_$verb.c"
+		bad "fio --verb=$verb: rc $rc/$src"; tail -n 6 "$tmp/fio_$verb.s" "$tmp/fio_$verb.c"
 	fi
 done
 
@@ -177,7 +194,7 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $src -ne 0 ] && [ $src -ne 124 ] &&
 	cat "$tmp/pp.s" "$tmp/pp.c" | grep -q "an iWARP QP is connected by rdma_cm"; then
 	echo "ok: ibv_rc_pingpong fails at once: $(cat "$tmp/pp.s" "$tmp/pp.c" | grep -o 'ibv_modify_qp: qp [0-9]* to RTR' | head -1) refused"
 else
-	bad "ibv_rc_pingpong: rc $rc/$src"; tail -5 "$tmp/pp.s" "$tmp/pp.c"
+	bad "ibv_rc_pingpong: rc $rc/$src"; tail -n 5 "$tmp/pp.s" "$tmp/pp.c"
 fi
 
 # fi_pingpong over libfabric's verbs provider, FI_EP_MSG, every message checked (-c); its
@@ -186,7 +203,7 @@ pair fi 0 fi_pingpong -p verbs -e msg -I 50 -c -- fi_pingpong -p verbs -e msg -I
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; then
 	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
 else
-	bad "fi_pingpong: rc $rc/$src"; tail -5 "$tmp/fi.s" "$tmp/fi.c"
+	bad "fi_pingpong: rc $rc/$src"; tail -n 5 "$tmp/fi.s" "$tmp/fi.c"
 fi
 
 # The same over libfabric's RXM utility provider (FI_EP_RDM on verbs MSG endpoints). The
@@ -197,7 +214,7 @@ pair rxm 0 env FI_VERBS_IFACE=vs fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 50 -c 
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/rxm.c"; then
 	echo "ok: fi_pingpong -p 'verbs;ofi_rxm' -e rdm -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/rxm.c" | tail -1 | tr -s ' ')"
 else
-	bad "fi_pingpong RXM: rc $rc/$src"; tail -5 "$tmp/rxm.s" "$tmp/rxm.c"
+	bad "fi_pingpong RXM: rc $rc/$src"; tail -n 5 "$tmp/rxm.s" "$tmp/rxm.c"
 fi
 
 # qperf: one server; one client run per test (a client's instance stays with the server

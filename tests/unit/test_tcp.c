@@ -1350,6 +1350,41 @@ START_TEST(orderly_close_both_ways)
 }
 END_TEST
 
+/* A process's exit: what the program left open is closed (FIN); once the FIN is
+ * acknowledged nothing is owed; a connection whose peer never acknowledges is reset. */
+START_TEST(exit_closes_then_resets_what_is_still_owed)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	unsigned n;
+
+	ck_assert_uint_eq(uiw_tcp_owed(T), 0);
+	uiw_tcp_close_all(T);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_FIN | UIW_TCP_ACK);
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_1);
+	ck_assert_uint_eq(uiw_tcp_owed(T), 1);
+	if (_i == 0) {   /* the peer acknowledges the FIN: nothing owed, nothing reset */
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 2, .flags = UIW_TCP_ACK });
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_2);
+		ck_assert_uint_eq(uiw_tcp_owed(T), 0);
+		n = fx_port.nsent;
+		ck_assert_uint_eq(uiw_tcp_reset_owed(T), 0);
+		uiw_port_flush(&fx_port.port);
+		ck_assert_uint_eq(fx_port.nsent, n);
+		ck_assert_uint_eq(uiw_tcp_conn_count(T), 1);
+	} else {         /* it never does: reset, so that it stops waiting */
+		ck_assert_uint_eq(uiw_tcp_reset_owed(T), 1);
+		uiw_port_flush(&fx_port.port);
+		sent(fx_port.nsent - 1, &o);
+		ck_assert_uint_ne(o.flags & UIW_TCP_RST, 0);
+		ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+		ck_assert_uint_eq(uiw_tcp_owed(T), 0);
+	}
+}
+END_TEST
+
 START_TEST(truncated_segment_dropped_and_counted)
 {
 	uint8_t f[200];
@@ -1730,6 +1765,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, payload_without_mbuf_goes_next_pass);
 	tcase_add_test(tc, syn_waits_for_a_full_port_queue);
 	tcase_add_test(tc, orderly_close_both_ways);
+	tcase_add_loop_test(tc, exit_closes_then_resets_what_is_still_owed, 0, 2);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);

@@ -313,11 +313,14 @@ static void bring_up(void)
 }
 
 /*
- * At exit: the stack lives in this process, so what it still has to send (the FIN and
- * last ACKs of a disconnect the program made just before returning) goes now or never.
- * Up to EXIT_DRAIN_MS of passes, until no connection is left.
+ * At exit: the stack lives in this process, so what it still has to send (the last
+ * messages and the FIN of a disconnect the program made just before returning, or of a
+ * connection it left open, which is closed now as the kernel closes a socket) goes now or
+ * never. Up to EXIT_DRAIN_MS of passes, until every connection has had its octets and FIN
+ * acknowledged; those that still have not are reset, so their peers learn at once that
+ * the rest will never come (else a peer waiting for a last message waits for ever).
  */
-#define EXIT_DRAIN_MS 300
+#define EXIT_DRAIN_MS 2000
 
 /* $UIWARP_STATS set (and not "0"): the instance's non-zero counters on stderr at exit,
  * for the program that ran without a word of why it was slow or lost its connection. */
@@ -347,14 +350,21 @@ static void print_counters(void)
 static void drain_at_exit(void)
 {
 	uint64_t end = uiw_now_ns() + EXIT_DRAIN_MS * UIW_NS_PER_MS;
+	unsigned reset;
 
 	pthread_mutex_lock(&uiw_big_lock);
 	uiw_verbs_stop_engine_threads();   /* the passes below run every engine */
+	uiw_stack_exit_step(&inst.stack, UIW_STACK_EXIT_CLOSE);
 	do   /* at least one pass: a reset an abort just queued goes out too */
 		uiw_verbs_progress_locked();
-	while (uiw_stack_conn_count(&inst.stack) > 0 && uiw_now_ns() < end);
+	while (uiw_stack_exit_step(&inst.stack, UIW_STACK_EXIT_OWED) > 0 && uiw_now_ns() < end);
 	uiw_stack_flush(&inst.stack);
 	print_counters();
+	reset = uiw_stack_exit_step(&inst.stack, UIW_STACK_EXIT_RESET);
+	uiw_stack_flush(&inst.stack);
+	if (reset > 0)
+		UIW_WARN("exit: %u connection(s) reset: their peers had not acknowledged all they "
+			 "were sent %u ms after the program ended", reset, EXIT_DRAIN_MS);
 	/* The port is not closed (the exit takes the process's memory away): a memif
 	 * server's socket file goes now, or the next server would find it in use. */
 	uiw_port_forget_socket(&inst.cfg);
