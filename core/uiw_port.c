@@ -672,6 +672,9 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		       strcmp(info.driver_name, "net_tap") == 0 ||
 		       strcmp(info.driver_name, "net_pcap") == 0 ||
 		       strcmp(info.driver_name, "net_null") == 0;
+	port->tx_prepare = (port->tx_offloads & (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+						 RTE_ETH_TX_OFFLOAD_TCP_CKSUM |
+						 RTE_ETH_TX_OFFLOAD_TCP_TSO)) != 0;
 	/* memif changes its rings from the EAL interrupt thread (uiw_port_gate.h). */
 	if (strcmp(info.driver_name, "net_memif") == 0) {
 		if (uiw_port_gate_attach(port_id) != 0) {
@@ -898,11 +901,37 @@ void uiw_port_drop_external(struct uiw_port *port)
 	port->tx_n = keep;
 }
 
+/*
+ * What the PMD must do to a frame before it takes it (rte_eth_tx_prepare): the checksum
+ * offloads' fields as the NIC wants them. virtio-net's host (Linux's tap, vhost-net) wants
+ * a TSO frame's pseudo-header sum with the length in it, where DPDK's convention leaves it
+ * out; without this every TSO frame reached the wire with bad checksums. A frame the PMD
+ * refuses outright is dropped and counted. @return the frames left in port->tx_buf.
+ */
+static uint16_t tx_prepare(struct uiw_port *port, uint16_t n)
+{
+	uint16_t ok;
+
+	while (n > 0 && (ok = rte_eth_tx_prepare(port->port_id, port->queue, port->tx_buf, n)) < n) {
+		if (port->counters[UIW_PORT_C_tx_drop_prepare]++ == 0)
+			UIW_WARN("port %s: the PMD refused to prepare a frame for its offloads (%s): "
+				 "dropped (port.tx_drop_prepare)", port->name, rte_strerror(rte_errno));
+		rte_pktmbuf_free(port->tx_buf[ok]);
+		memmove(port->tx_buf + ok, port->tx_buf + ok + 1,
+			(size_t)(n - ok - 1) * sizeof(port->tx_buf[0]));
+		n--;
+	}
+	port->tx_n = n;
+	return n;
+}
+
 uint16_t uiw_port_flush(struct uiw_port *port)
 {
 	uint16_t n = port->tx_n, sent;
 	uint32_t len[UIW_PORT_TX_BUF];
 
+	if (port->tx_prepare && n > 0)
+		n = tx_prepare(port, n);
 	if (n == 0 && port->fault == NULL)
 		return 0;
 	/* A ring that took nothing is offered the frames again after a pause, not on every

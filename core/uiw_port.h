@@ -39,6 +39,7 @@
 	X(rx_errors, "frames the PMD received in error (ethdev ierrors)")              \
 	X(rx_nombuf, "frames the PMD dropped: no mbuf to receive into")               \
 	X(ctl_windows, "pauses of the data path for the PMD's control thread (memif)") \
+	X(tx_drop_prepare, "frames dropped: the PMD refused to prepare them for its offloads") \
 	X(link_down, "times the link went down (checked every 100 ms)")              \
 	X(link_up, "times the link came back up")
 
@@ -86,6 +87,7 @@ struct uiw_port {
 	bool gated;                   /**< memif: bursts take turns with its control thread */
 	bool tx_ext;                  /**< the PMD copies each frame as it takes it: frames may
 	                               *   point into memory DPDK does not know (lent memory) */
+	bool tx_prepare;              /**< offloads on: rte_eth_tx_prepare() before each burst */
 	uint16_t tx_n;
 	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */
 	uint64_t link_check_ns;       /**< when uiw_port_link_check() next reads the link */

@@ -92,7 +92,7 @@ nic_bind() {
 	[ "$(basename "$(readlink "$d/driver")")" = "$2" ] || { echo "nic_bind: $1 did not bind to $2"; dmesg | tail -5; return 1; }
 	echo "nic_bind: $1 on $2"
 }
-nic_cfg() { echo "port=$1; ip=$GUEST_IP/24; hugepages=on; lcores=1${2:+; $2}"; }
+nic_cfg() { echo "port=$1; ip=$GUEST_IP/24; hugepages=on${2:+; $2}"; }
 dropin() { LD_LIBRARY_PATH=/uiw/dropin "$@"; }
 # dropin_serve SECS CMD...: CMD on the drop-in libraries as a server, killed after SECS;
 # prints "UIWVM listening N" once uiwarp-stat shows it listening (N counts servers), then
