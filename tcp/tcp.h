@@ -258,7 +258,7 @@ void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g);
 
 /**
  * At the end of the process that holds the stack: every connection the program left open
- * (ESTABLISHED, CLOSE_WAIT, SYN-RECEIVED) is closed, its FIN queued behind what it still
+ * (ESTABLISHED, CLOSE_WAIT) is closed, its FIN queued behind what it still
  * has to send, as the kernel does for a process that exits with sockets open.
  */
 void uiw_tcp_close_all(struct uiw_tcp *t);

@@ -582,8 +582,9 @@ void uiw_tcp_close_all(struct uiw_tcp *t)
 	for (unsigned i = 0; i < t->max_conns; i++) {
 		struct uiw_tcp_conn *c = &t->conns[i];
 
-		if (c->state == UIW_TCP_ESTABLISHED || c->state == UIW_TCP_CLOSE_WAIT ||
-		    c->state == UIW_TCP_SYN_RECEIVED)
+		/* Not the half-open ones a listener holds: their peers may be spoofed, and
+		 * the kernel drops them with the listener. */
+		if (c->state == UIW_TCP_ESTABLISHED || c->state == UIW_TCP_CLOSE_WAIT)
 			uiw_tcp_close(c);
 	}
 }
