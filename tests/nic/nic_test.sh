@@ -89,6 +89,21 @@ flap_client() {
 	wait $p
 }
 
+# check_capture NAME FILE WHO: the capture passes iwarp_check.py (its summary in $chk) and
+# iwarp-pcap-check, and holds exactly one Terminate, from $G (WHO names it): DDP, tagged
+# buffer, invalid STag. Failures are added to $why.
+check_capture() {
+	local t1
+	chk=$(python3 "$checker" "$2" 2>&1) || why="${why:+$why; }capture: ${chk##*: }"
+	if [ -n "$shared_check" ]; then
+		"$shared_check" "$2" >"$out/$1.pcapcheck" 2>&1 || why="${why:+$why; }iwarp-pcap-check failed"
+	fi
+	t1=$(tshark -r "$2" -Y iwarp_rdma.terminate -T fields -e ip.src -e iwarp_rdma.term_layer \
+		-e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_errcode_ddp_tagged 2>/dev/null | tr '\t' ' ')
+	[ "$t1" = "$G 0x01 0x01 0x00" ] ||
+		why="${why:+$why; }Terminates in the capture: '$(tr '\n' ';' <<<"$t1")', expected one from $3: DDP, tagged, invalid STag"
+}
+
 # run_boot NAME 'GUEST COMMAND' STEP...: boots the guest with the command and a capture,
 # then runs the host's steps in order. STEP is c:FN (the guest serves: FN runs once the
 # guest's next dropin_serve listens) or s:FN (the host serves: FN starts, and the guest is
@@ -138,15 +153,8 @@ run_boot() {
 	if grep -q '^check .* FAIL' "$out/$name.guest.log"; then
 		why="${why:+$why; }$(grep '^check .* FAIL' "$out/$name.guest.log" | tr '\n' ' ')"
 	fi
-	local chk t1
-	chk=$(python3 "$checker" "$cap" 2>&1) || why="${why:+$why; }capture: ${chk##*: }"
-	if [ -n "$shared_check" ]; then
-		"$shared_check" "$cap" >"$out/$name.pcapcheck" 2>&1 || why="${why:+$why; }iwarp-pcap-check failed"
-	fi
-	t1=$(tshark -r "$cap" -Y iwarp_rdma.terminate -T fields -e ip.src -e iwarp_rdma.term_layer \
-		-e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_errcode_ddp_tagged 2>/dev/null | tr '\t' ' ')
-	[ "$t1" = "$G 0x01 0x01 0x00" ] ||
-		why="${why:+$why; }Terminates in the capture: '$(tr '\n' ';' <<<"$t1")', expected one from the guest: DDP, tagged, invalid STag"
+	local chk
+	check_capture "$name" "$cap" "the guest"
 	if [ -n "$why" ]; then
 		echo "FAIL $name ($((SECONDS - t)) s): $why"
 		tail -15 "$log" | sed 's/^/    host: /'
@@ -251,15 +259,8 @@ uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -
 		[ "$(grep -c 'ping data: rdma-ping-' "$out/virtio-siw.$f.log")" -ge 100 ] ||
 			why="${why:+$why; }rping in the $f guest printed fewer than 100 pings"
 	done
-	local chk t1
-	chk=$(python3 "$checker" "$cap" 2>&1) || why="${why:+$why; }capture: ${chk##*: }"
-	if [ -n "$shared_check" ]; then
-		"$shared_check" "$cap" >"$out/virtio-siw.pcapcheck" 2>&1 || why="${why:+$why; }iwarp-pcap-check failed"
-	fi
-	t1=$(tshark -r "$cap" -Y iwarp_rdma.terminate -T fields -e ip.src -e iwarp_rdma.term_layer \
-		-e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_errcode_ddp_tagged 2>/dev/null | tr '\t' ' ')
-	[ "$t1" = "$G 0x01 0x01 0x00" ] ||
-		why="${why:+$why; }Terminates in the capture: '$(tr '\n' ';' <<<"$t1")', expected one from siw: DDP, tagged, invalid STag"
+	local chk
+	check_capture virtio-siw "$cap" siw
 	if [ -n "$why" ]; then
 		echo "FAIL virtio-siw ($((SECONDS - t)) s): $why"
 		grep -v '^\[' "$out/virtio-siw.nic.log" | tail -15 | sed 's/^/    nic guest: /'
