@@ -155,6 +155,47 @@ siwvm_stage() {
 	done
 }
 
+# siwvm_stage_begin DIR KABI MODULE...: a new staging tree in DIR (SIWVM_STAGE): the
+# usr-merged directories, the modules named and those they depend on from the unpacked
+# kernel of KABI, and busybox.
+siwvm_stage_begin() {
+	local k=$2 root=$UIWARP_SIW_CACHE/kernel-$2/root m f
+	SIWVM_STAGE=$1
+	shift 2
+	rm -rf "$SIWVM_STAGE"
+	mkdir -p "$SIWVM_STAGE"/usr/{bin,sbin,lib,lib64} "$SIWVM_STAGE"/{proc,sys,dev,tmp,etc,uiw}
+	ln -s usr/bin "$SIWVM_STAGE/bin"
+	ln -s usr/sbin "$SIWVM_STAGE/sbin"
+	ln -s usr/lib "$SIWVM_STAGE/lib"
+	ln -s usr/lib64 "$SIWVM_STAGE/lib64"
+	local md=$SIWVM_STAGE/usr/lib/modules/$k
+	mkdir -p "$md"
+	cp "$root/lib/modules/$k"/modules.{order,builtin,builtin.modinfo} "$md/"
+	for m in "$@"; do
+		for f in $(modprobe -d "$root" -S "$k" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'); do
+			mkdir -p "$md/$(dirname "${f#"$root/lib/modules/$k/"}")"
+			cp "$f" "$md/${f#"$root/lib/modules/$k/"}"
+		done
+	done
+	depmod -b "$SIWVM_STAGE" "$k"
+	cp /bin/busybox "$SIWVM_STAGE/usr/bin/"
+}
+
+# siwvm_stage_end: the staging tree's commands (kmod's and busybox's names), users, hosts
+# and the dynamic loader's cache.
+siwvm_stage_end() {
+	local b
+	for b in modprobe insmod lsmod depmod; do ln -s kmod "$SIWVM_STAGE/usr/bin/$b"; done
+	for b in $("$SIWVM_STAGE/usr/bin/busybox" --list); do
+		[ -e "$SIWVM_STAGE/usr/bin/$b" ] || ln -s busybox "$SIWVM_STAGE/usr/bin/$b"
+	done
+	echo 'root:x:0:0:root:/tmp:/bin/sh' >"$SIWVM_STAGE/etc/passwd"
+	echo '127.0.0.1 localhost' >"$SIWVM_STAGE/etc/hosts"
+	echo 'hosts: files' >"$SIWVM_STAGE/etc/nsswitch.conf"
+	echo /usr/lib/x86_64-linux-gnu >"$SIWVM_STAGE/etc/ld.so.conf"
+	ldconfig -r "$SIWVM_STAGE" 2>/dev/null
+}
+
 siwvm_init_script() {
 	cat <<'EOF'
 #!/bin/sh
@@ -245,24 +286,7 @@ siwvm_build() {
 		tail -c +$((off + 1)) "$root/boot/vmlinuz-$k" | xz -dc --single-stream >"$kd/vmlinux" 2>/dev/null
 		readelf -n "$kd/vmlinux" 2>/dev/null | grep -q 'Unknown note type: (0x00000012)\|PHYS32' || rm -f "$kd/vmlinux"
 	fi
-	SIWVM_STAGE=$kd/stage
-	rm -rf "$SIWVM_STAGE"
-	mkdir -p "$SIWVM_STAGE"/usr/{bin,sbin,lib,lib64} "$SIWVM_STAGE"/{proc,sys,dev,tmp,etc,uiw}
-	ln -s usr/bin "$SIWVM_STAGE/bin"
-	ln -s usr/sbin "$SIWVM_STAGE/sbin"
-	ln -s usr/lib "$SIWVM_STAGE/lib"
-	ln -s usr/lib64 "$SIWVM_STAGE/lib64"
-	local md=$SIWVM_STAGE/usr/lib/modules/$k m f
-	mkdir -p "$md"
-	cp "$root/lib/modules/$k"/modules.{order,builtin,builtin.modinfo} "$md/"
-	for m in virtio_pci virtio_net crc32c_generic siw ib_uverbs rdma_ucm; do
-		for f in $(modprobe -d "$root" -S "$k" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'); do
-			mkdir -p "$md/$(dirname "${f#"$root/lib/modules/$k/"}")"
-			cp "$f" "$md/${f#"$root/lib/modules/$k/"}"
-		done
-	done
-	depmod -b "$SIWVM_STAGE" "$k"
-	cp /bin/busybox "$SIWVM_STAGE/usr/bin/"
+	siwvm_stage_begin "$kd/stage" "$k" virtio_pci virtio_net crc32c_generic siw ib_uverbs rdma_ucm
 	local b bins=()
 	for b in rping ucmatose ibv_devices ibv_devinfo ib_send_bw ib_write_bw ib_read_bw ib_send_lat \
 		ib_write_lat ib_read_lat rdma ip ss kmod; do
@@ -271,17 +295,9 @@ siwvm_build() {
 	siwvm_stage "${bins[@]}" /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so
 	# glibc loads libgcc_s at run time for thread exit; ldd does not list it.
 	siwvm_stage "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ { print $NF; exit }')"
-	for b in modprobe insmod lsmod depmod; do ln -s kmod "$SIWVM_STAGE/usr/bin/$b"; done
 	mkdir -p "$SIWVM_STAGE/etc/libibverbs.d"
 	cp /etc/libibverbs.d/siw.driver "$SIWVM_STAGE/etc/libibverbs.d/"
-	for b in $("$SIWVM_STAGE/usr/bin/busybox" --list); do
-		[ -e "$SIWVM_STAGE/usr/bin/$b" ] || ln -s busybox "$SIWVM_STAGE/usr/bin/$b"
-	done
-	echo 'root:x:0:0:root:/tmp:/bin/sh' >"$SIWVM_STAGE/etc/passwd"
-	echo '127.0.0.1 localhost' >"$SIWVM_STAGE/etc/hosts"
-	echo 'hosts: files' >"$SIWVM_STAGE/etc/nsswitch.conf"
-	echo /usr/lib/x86_64-linux-gnu >"$SIWVM_STAGE/etc/ld.so.conf"
-	ldconfig -r "$SIWVM_STAGE" 2>/dev/null
+	siwvm_stage_end
 	siwvm_init_script >"$SIWVM_STAGE/init"
 	chmod 755 "$SIWVM_STAGE/init"
 	siwvm_guest_lib >"$SIWVM_STAGE/uiw/lib.sh"

@@ -116,7 +116,7 @@ run_boot() {
 	: >"$log"
 	siwvm_capture_start "$cap"
 	nicvm_boot "$name" 540 "$gcmd"
-	siwvm_wait_line '^UIWVM ready' 1 90 || why="the guest did not come up"
+	siwvm_wait_line '^UIWVM ready' 1 300 || why="the guest did not come up"
 	for step in "$@"; do
 		[ -z "$why" ] || break
 		crc=${step%%:*}
@@ -231,7 +231,7 @@ uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -
 	nic_pid=$SIWVM_QEMU_PID
 	vm() { SIWVM_GUEST=$1; if [ "$1" = siw ]; then SIWVM_QEMU_PID=$siw_pid; else SIWVM_QEMU_PID=$nic_pid; fi; }
 	vm nic
-	siwvm_wait_line '^UIWVM ready' 1 120 || why="the NIC guest did not come up"
+	siwvm_wait_line '^UIWVM ready' 1 300 || why="the NIC guest did not come up"
 	for i in 1 2; do
 		[ -z "$why" ] || break
 		vm siw

@@ -149,29 +149,14 @@ EOF
 nicvm_build() {
 	local dropin=$1 t0=$SECONDS
 	siwvm_build || return 1
-	local k root
+	local k
 	k=$(cat "$UIWARP_SIW_CACHE/kabi")
-	root=$UIWARP_SIW_CACHE/kernel-$k/root
 	NICVM_KERNEL=$SIWVM_KERNEL
 	NICVM_DIR=$(mktemp -d /tmp/uiw-nicvm.XXXXXX)
-	SIWVM_STAGE=$NICVM_DIR/stage
-	mkdir -p "$SIWVM_STAGE"/usr/{bin,sbin,lib,lib64} "$SIWVM_STAGE"/{proc,sys,dev,tmp,etc,uiw/bin,uiw/dropin}
-	ln -s usr/bin "$SIWVM_STAGE/bin"
-	ln -s usr/sbin "$SIWVM_STAGE/sbin"
-	ln -s usr/lib "$SIWVM_STAGE/lib"
-	ln -s usr/lib64 "$SIWVM_STAGE/lib64"
-	local md=$SIWVM_STAGE/usr/lib/modules/$k m f
-	mkdir -p "$md"
-	cp "$root/lib/modules/$k"/modules.{order,builtin,builtin.modinfo} "$md/"
-	for m in vfio-pci vfio_iommu_type1 uio_pci_generic e1000e virtio_pci virtio_net; do
-		for f in $(modprobe -d "$root" -S "$k" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'); do
-			mkdir -p "$md/$(dirname "${f#"$root/lib/modules/$k/"}")"
-			cp "$f" "$md/${f#"$root/lib/modules/$k/"}"
-		done
-	done
-	depmod -b "$SIWVM_STAGE" "$k"
-	cp /bin/busybox "$SIWVM_STAGE/usr/bin/"
-	local b bins=()
+	siwvm_stage_begin "$NICVM_DIR/stage" "$k" vfio-pci vfio_iommu_type1 uio_pci_generic e1000e \
+		virtio_pci virtio_net
+	mkdir -p "$SIWVM_STAGE"/uiw/{bin,dropin}
+	local b m f bins=()
 	for b in rping ib_write_bw ib_read_bw ib_send_bw ib_write_lat ip kmod; do
 		bins+=("$(command -v "$b")") || { siwvm_log "$b not found"; return 1; }
 	done
@@ -189,15 +174,7 @@ nicvm_build() {
 		siwvm_stage "/usr/lib/x86_64-linux-gnu/librte_$m.so.23"
 		ln -s "../../librte_$m.so.23" "$SIWVM_STAGE$plugdir/librte_$m.so"
 	done
-	for b in modprobe insmod lsmod depmod; do ln -s kmod "$SIWVM_STAGE/usr/bin/$b"; done
-	for b in $("$SIWVM_STAGE/usr/bin/busybox" --list); do
-		[ -e "$SIWVM_STAGE/usr/bin/$b" ] || ln -s busybox "$SIWVM_STAGE/usr/bin/$b"
-	done
-	echo 'root:x:0:0:root:/tmp:/bin/sh' >"$SIWVM_STAGE/etc/passwd"
-	echo '127.0.0.1 localhost' >"$SIWVM_STAGE/etc/hosts"
-	echo 'hosts: files' >"$SIWVM_STAGE/etc/nsswitch.conf"
-	echo /usr/lib/x86_64-linux-gnu >"$SIWVM_STAGE/etc/ld.so.conf"
-	ldconfig -r "$SIWVM_STAGE" 2>/dev/null
+	siwvm_stage_end
 	nicvm_init_script >"$SIWVM_STAGE/init"
 	chmod 755 "$SIWVM_STAGE/init"
 	{
