@@ -733,6 +733,18 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	return 0;
 }
 
+/* Events wait on @p channel (without the API lock: a hint for a poll, as its fd is). */
+bool uiw_cm_channel_pending(struct rdma_event_channel *channel)
+{
+	struct uiw_event_channel *ch = (struct uiw_event_channel *)channel;
+	bool some;
+
+	pthread_mutex_lock(&uiw_ev_lock);
+	some = ch->head != NULL;
+	pthread_mutex_unlock(&uiw_ev_lock);
+	return some;
+}
+
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
 	UIW_API_LOCK();

@@ -119,6 +119,9 @@ void uiw_inline_pass(void);
  */
 bool uiw_wait_some(int fd, bool nonblock);
 
+/* cma.c: events wait on the channel (a hint: taken without the API lock). */
+bool uiw_cm_channel_pending(struct rdma_event_channel *channel);
+
 /* dropin.c (a weak no-op in the static library): the instance from the environment, with
  * its progress thread. */
 int uiw_dropin_ensure(void);
