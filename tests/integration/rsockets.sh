@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# rsockets on the drop-in libraries, two processes over memif, each program unmodified:
+# - rstream (rdmacm-utils), data verified (-T v): poll-driven over its whole series of
+#   latency and bandwidth tests (64 B to 1 MiB), then blocking and non-blocking custom runs;
+# - iperf3 on librspreload.so (librdmacm1), both directions: the kernel's socket calls
+#   become rsockets. Each side runs in a network namespace of its own with no interface up,
+#   so a socket that fell back to the kernel's TCP could reach nothing;
+# - a peer that is no rsocket (rping's connection request has no rsocket connection data)
+#   is rejected with a log line, and the same listener then serves an rstream client;
+# - a datagram rsocket is refused at once (ENOTSUP), saying why.
+# usage: rsockets.sh DROPIN_DIR (or a library in it)
+set -u
+lib=${1:?usage: rsockets.sh DROPIN_DIR}
+[ -d "$lib" ] || lib=$(dirname "$lib")
+lib=$(cd "$lib" && pwd)
+preload=$(ls /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so 2>/dev/null)
+for t in rstream iperf3 rping; do
+	command -v "$t" >/dev/null || { echo "FAIL: $t not installed (scripts/install-deps.sh)"; exit 1; }
+done
+[ -n "$preload" ] || { echo "FAIL: librspreload.so not installed (librdmacm1)"; exit 1; }
+tmp=$(mktemp -d /tmp/uiw-rs.XXXXXX)
+ns_s="uiw-rs-s-$$" ns_c="uiw-rs-c-$$"
+spid=""
+cleanup() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	ip netns del "$ns_s" 2>/dev/null
+	ip netns del "$ns_c" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ip netns add "$ns_s" && ip netns add "$ns_c" || { echo "FAIL: cannot make network namespaces"; exit 1; }
+common="hugepages=off; memory=512"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+srv() {
+	local sock=$1
+	shift
+	ip netns exec "$ns_s" env LD_LIBRARY_PATH="$lib" \
+		UIWARP_CONFIG="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.73.0.1/24; lcores=1; $common" "$@"
+}
+cli() {
+	local sock=$1
+	shift
+	ip netns exec "$ns_c" env LD_LIBRARY_PATH="$lib" \
+		UIWARP_CONFIG="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.73.0.2/24; lcores=0; $common" "$@"
+}
+# pair NAME SERVER... -- CLIENT...: both over memif; exit statuses in $src and $rc, output
+# in $tmp/NAME.s and $tmp/NAME.c.
+pair() {
+	local name=$1 sock="$tmp/$1.sock" s=()
+	shift
+	while [ "$1" != "--" ]; do s+=("$1"); shift; done
+	shift
+	srv "$sock" timeout -k 5 90 "${s[@]}" >"$tmp/$name.s" 2>&1 &
+	spid=$!
+	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	cli "$sock" timeout -k 5 90 "$@" >"$tmp/$name.c" 2>&1
+	rc=$?
+	wait "$spid"
+	src=$?
+	spid=""
+}
+# rows FILE: the result rows rstream printed.
+rows() { grep -cE '^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9]' "$1"; }
+
+pair async rstream -b 10.73.0.1 -T a -T v -- rstream -s 10.73.0.1 -T a -T v
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "$(rows "$tmp/async.c")" = 8 ] && [ "$(rows "$tmp/async.s")" = 8 ] &&
+	! grep -q "verification failed" "$tmp/async.c" "$tmp/async.s"; then
+	echo "ok: rstream -T a -T v (poll): every test at both ends, data verified:"
+	grep -E '^(64|64k|1m)_(lat|bw)' "$tmp/async.s" | sed 's/^/    /'
+else
+	bad "rstream -T a -T v: rc $rc/$src"; tail -n 12 "$tmp/async.s" "$tmp/async.c"
+fi
+
+for mode in b n; do
+	size=65536 count=100
+	[ $mode = n ] && size=100 count=1000
+	pair "mode$mode" rstream -b 10.73.0.1 -T $mode -T v -S $size -C $count -I 10 -- \
+		rstream -s 10.73.0.1 -T $mode -T v -S $size -C $count -I 10
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ "$(rows "$tmp/mode$mode.c")" = 1 ] &&
+		[ "$(rows "$tmp/mode$mode.s")" = 1 ]; then
+		echo "ok: rstream -T $mode -T v, $size B x $count x 10 each way: $(grep '^custom' "$tmp/mode$mode.c")"
+	else
+		bad "rstream -T $mode: rc $rc/$src"; tail -n 6 "$tmp/mode$mode.s" "$tmp/mode$mode.c"
+	fi
+done
+
+# iperf3 on librspreload.so: the socket calls are rsockets, or they find no network.
+for dir in "" "-R"; do
+	pair "iperf$dir" env LD_PRELOAD="$preload" iperf3 -s -1 -B 10.73.0.1 -p 5201 -- \
+		env LD_PRELOAD="$preload" iperf3 -c 10.73.0.1 -p 5201 -t 2 $dir
+	line=$(grep -E ' receiver$' "$tmp/iperf$dir.c" | tail -1)
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && [ -n "$line" ] && grep -q "iperf Done" "$tmp/iperf$dir.c"; then
+		echo "ok: iperf3 ${dir:+$dir }on librspreload.so: $(echo "$line" | awk '{print $5, $6, $7, $8}')"
+	else
+		bad "iperf3 $dir on librspreload.so: rc $rc/$src"; tail -n 8 "$tmp/iperf$dir.s" "$tmp/iperf$dir.c"
+	fi
+done
+
+# A connection request that is no rsocket's: rejected, and the listener keeps serving.
+sock="$tmp/mixed.sock"
+srv "$sock" timeout -k 5 60 rstream -b 10.73.0.1 -S 1000 -C 10 -I 2 -T v >"$tmp/mixed.s" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+cli "$sock" timeout -k 5 20 rping -c -a 10.73.0.1 -p 7471 -C 1 >"$tmp/mixed.r" 2>&1
+rrc=$?
+cli "$sock" timeout -k 5 60 rstream -s 10.73.0.1 -S 1000 -C 10 -I 2 -T v >"$tmp/mixed.c" 2>&1
+rc=$?
+wait "$spid"; src=$?; spid=""
+if [ $rrc -ne 0 ] && grep -q "without rsocket connection data.*rejected" "$tmp/mixed.s" &&
+	[ $rc -eq 0 ] && [ $src -eq 0 ] && [ "$(rows "$tmp/mixed.c")" = 1 ]; then
+	echo "ok: rping toward an rstream server is rejected (exit $rrc), and rstream connects next"
+else
+	bad "a foreign connection request: rping rc $rrc, rstream rc $rc/$src"
+	tail -n 5 "$tmp/mixed.s" "$tmp/mixed.r" "$tmp/mixed.c"
+fi
+
+# Datagram rsockets: refused at once, with the reason.
+out=$(cli "$tmp/none.sock" python3 -c '
+import ctypes, socket
+l = ctypes.CDLL("librdmacm.so.1", use_errno=True)
+r = l.rsocket(socket.AF_INET, socket.SOCK_DGRAM, 0)
+print("rsocket", r, ctypes.get_errno())' 2>&1)
+if echo "$out" | grep -q "^rsocket -1 95$" && echo "$out" | grep -q "datagram rsockets need UD QPs"; then
+	echo "ok: a datagram rsocket is refused (ENOTSUP) with the reason"
+else
+	bad "datagram rsocket: $out"
+fi
+
+[ $fail -eq 0 ] && echo "PASS: rsockets" || echo "FAIL: rsockets"
+exit $fail
