@@ -224,6 +224,11 @@ const struct uiw_tcp_conn_stats *uiw_tcp_conn_stats(const struct uiw_tcp_conn *c
 void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t *lport,
 			uint32_t *raddr, uint16_t *rport);
 
+/** Round-trip estimates (RFC 6298: SRTT, RTTVAR, RTO, in microseconds; 0 before a sample)
+ *  and the congestion window in bytes. */
+void uiw_tcp_conn_timing(const struct uiw_tcp_conn *c, uint32_t *srtt_us, uint32_t *rttvar_us,
+			 uint32_t *rto_us, uint32_t *cwnd);
+
 /** Prints one connection's state, sequence variables, windows and timers (for debugging). */
 void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out);
 

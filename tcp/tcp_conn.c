@@ -557,6 +557,15 @@ void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t 
 	*rport = c->rport;
 }
 
+void uiw_tcp_conn_timing(const struct uiw_tcp_conn *c, uint32_t *srtt_us, uint32_t *rttvar_us,
+			 uint32_t *rto_us, uint32_t *cwnd)
+{
+	*srtt_us = c->srtt_us;
+	*rttvar_us = c->rttvar_us;
+	*rto_us = c->rto_us;
+	*cwnd = c->cwnd;
+}
+
 const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t)
 {
 	return t->counters;

@@ -151,8 +151,15 @@ static void cm_established(void *user, struct uiw_mpa_conn *conn, const struct u
 	struct uiw_cm_id *c = user;
 	struct uiw_qp *qp = core_of(c);
 
+	uint32_t la, ra;
+	uint16_t lp, rp;
+
 	c->conn = conn;
 	c->state = CM_CONNECTED;
+	/* The addresses as the connection has them (an active id's port was 0 until now). */
+	uiw_tcp_conn_addrs(uiw_mpa_tcp(conn), &la, &lp, &ra, &rp);
+	set_addr(&c->id.route.addr.src_addr, la, lp);
+	set_addr(&c->id.route.addr.dst_addr, ra, rp);
 	if (qp != NULL)
 		uiw_qp_mpa_ops.established(qp, conn, n);
 	if (c->id.qp != NULL)

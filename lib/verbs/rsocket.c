@@ -1378,6 +1378,17 @@ static bool rs_sends_done(const struct rs *rs)
 	       rs->id->qp->state == IBV_QPS_ERR;
 }
 
+/* Every send is complete and its bytes acknowledged by the peer's TCP. */
+static bool rs_delivered(const struct rs *rs)
+{
+	struct uiw_qp_tcp t;
+
+	if (!rs_sends_done(rs) || rs->phase != P_OPEN)
+		return rs->phase != P_OPEN;
+	uiw_verbs_qp_tcp(rs->id->qp, &t);
+	return !t.up || t.all_acked;
+}
+
 static int rs_shutdown(struct rs *rs, int how)
 {
 	uint32_t ctrl;
@@ -1400,7 +1411,10 @@ static int rs_shutdown(struct rs *rs, int how)
 	}
 	rs->wr_shut = !rs->wr;
 	/* Blocking whatever O_NONBLOCK says, and bounded: a peer that stopped answering does
-	 * not hold the caller. */
+	 * not hold the caller. What was sent is acknowledged before the control message goes:
+	 * rdma-core's rpoll() reports POLLHUP as soon as the DISCONNECT is in, data unread or
+	 * not, and rstream -T a takes that for an error. */
+	rs_wait(rs, rs_delivered, false, RS_CLOSE_MS);
 	if (rs_wait(rs, rs_ctrl_ready, false, RS_CLOSE_MS) == 0 && rs->phase == P_OPEN) {
 		rs->ctrl_seqno++;
 		if (rs_post_msg(rs, UIW_RS_MSG(UIW_RS_OP_CTRL, ctrl)) != 0)
@@ -1579,6 +1593,31 @@ static int put_int(void *v, socklen_t *l, int x)
 	return 0;
 }
 
+/* TCP_INFO: the TCP connection under the QP, as Linux reports its own. */
+static int rs_tcp_info(struct rs *rs, void *v, socklen_t *l)
+{
+	/* Linux's TCP_* state numbers, in the order of enum uiw_tcp_state. */
+	static const uint8_t linux_state[] = { 7, 10, 2, 3, 1, 4, 5, 8, 11, 9, 6 };
+	struct tcp_info ti;
+	struct uiw_qp_tcp t = { .up = false };
+
+	if (v == NULL || l == NULL)
+		return fail(EFAULT);
+	if (rs->id != NULL && rs->id->qp != NULL)
+		uiw_verbs_qp_tcp(rs->id->qp, &t);
+	memset(&ti, 0, sizeof(ti));
+	ti.tcpi_state = t.up && (unsigned)t.state < sizeof(linux_state) ? linux_state[t.state] : 7;
+	ti.tcpi_snd_mss = ti.tcpi_rcv_mss = t.mss;
+	ti.tcpi_rtt = t.srtt_us;
+	ti.tcpi_rttvar = t.rttvar_us;
+	ti.tcpi_rto = t.rto_us;
+	ti.tcpi_snd_cwnd = t.mss > 0 ? t.cwnd / t.mss : 0;
+	ti.tcpi_total_retrans = (uint32_t)t.retransmits;
+	memcpy(v, &ti, *l < sizeof(ti) ? *l : sizeof(ti));
+	*l = *l < sizeof(ti) ? *l : sizeof(ti);
+	return 0;
+}
+
 static int getopt_locked(struct rs *rs, int level, int name, void *v, socklen_t *l)
 {
 	int e;
@@ -1607,6 +1646,7 @@ static int getopt_locked(struct rs *rs, int level, int name, void *v, socklen_t 
 		break;
 	case IPPROTO_TCP:
 		switch (name) {
+		case TCP_INFO: return rs_tcp_info(rs, v, l);
 		case TCP_NODELAY: return put_int(v, l, !!(rs->tcp_opts & (1ull << name)));
 		case TCP_MAXSEG: return put_int(v, l, 2048);   /* rdma-core's answer on iWARP */
 		}

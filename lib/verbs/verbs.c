@@ -1117,6 +1117,32 @@ const uint64_t *uiw_verbs_rdmap_totals(void)
 }
 
 /* One QP of the listing: what it is connected to, how, its queues, and what it did. */
+void uiw_verbs_qp_tcp(struct ibv_qp *qp, struct uiw_qp_tcp *out)
+{
+	UIW_API_LOCK();
+	const struct uiw_mpa_conn *conn = uiw_qp_conn(((struct uiw_qp_v *)qp)->core);
+
+	memset(out, 0, sizeof(*out));
+	if (conn == NULL)
+		return;
+	const struct uiw_tcp_conn *t = uiw_mpa_tcp(conn);
+
+	if (t == NULL)
+		return;
+	const struct uiw_tcp_conn_stats *st = uiw_tcp_conn_stats(t);
+
+	out->up = true;
+	out->all_acked = uiw_tcp_acked(t, uiw_tcp_queued_end(t));
+	out->state = (int)uiw_tcp_state(t);
+	out->mss = uiw_tcp_mss(t);
+	uiw_tcp_conn_timing(t, &out->srtt_us, &out->rttvar_us, &out->rto_us, &out->cwnd);
+	out->retransmits = st->retransmits;
+	out->bytes_in = st->bytes_in;
+	out->bytes_out = st->bytes_out;
+	out->segs_in = st->segs_in;
+	out->segs_out = st->segs_out;
+}
+
 static void print_qp(FILE *f, const struct uiw_qp_v *q)
 {
 	const struct uiw_qp *c = q->core;

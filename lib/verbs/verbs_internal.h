@@ -119,6 +119,18 @@ void uiw_inline_pass(void);
  */
 bool uiw_wait_some(int fd, bool nonblock);
 
+/* What rsockets show of the TCP connection under a QP (TCP_INFO, the shutdown linger). */
+struct uiw_qp_tcp {
+	bool up;                     /* a connection is there */
+	bool all_acked;              /* everything queued to send is acknowledged */
+	int state;                   /* enum uiw_tcp_state */
+	uint16_t mss;
+	uint32_t srtt_us, rttvar_us, rto_us, cwnd;
+	uint64_t retransmits, bytes_in, bytes_out, segs_in, segs_out;
+};
+/* verbs.c: fills @p out for @p qp (the API lock taken). */
+void uiw_verbs_qp_tcp(struct ibv_qp *qp, struct uiw_qp_tcp *out);
+
 /* cma.c: events wait on the channel (a hint: taken without the API lock). */
 bool uiw_cm_channel_pending(struct rdma_event_channel *channel);
 

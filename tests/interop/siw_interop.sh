@@ -12,6 +12,8 @@
 #                                 (client = uiwarp: siw Terminates; server = uiwarp: we do)
 #   cycles-{client,server}        100 connect/disconnect cycles; no descriptor growth on
 #                                 either side, no QP or cm_id left in siw
+#   rstream-{client,server}       rstream (rsockets) on the drop-in against rstream on
+#                                 rdma-core's rsockets over siw, data verified by both
 # "client" and "server" name uiwarp's role. Every capture passes tests/tools/iwarp_check.py
 # and, when it is there, ../shared/tools/iwarp-pcap-check.
 #
@@ -22,7 +24,7 @@
 #
 # usage: siw_interop.sh DROPIN_DIR UIWARP_RPING UIWARP_MPA SIW_VERBS CONNECT_DELAY_SO IWARP_CHECK_PY
 #                       [CASE|GROUP...]
-#   GROUP: mpa, rping, perftest, ops, cycles; quick (a few of each, perftest at 1 B and
+#   GROUP: mpa, rping, perftest, ops, cycles, rsockets; quick (a few of each, perftest at 1 B and
 #   1 MiB only: what CI runs); none = all.
 #   Env: UIWARP_SIW_SIZES (perftest sizes, default "1 64 4096 65536 1048576"),
 #   KEEP=1 (keep logs and captures), SIWVM_* (siwvm.sh).  Root; exit 77 = skipped.
@@ -282,6 +284,29 @@ c_ops-server() {
 		'uiw_await_go; timeout 90 siw_verbs -c $PEER_IP --provoke' ops_server
 }
 
+# --- rsockets ------------------------------------------------------------------------------
+# rstream (rdmacm-utils) on the drop-in against rstream on rdma-core's own rsockets over siw:
+# the same protocol on both ends, data verified by both. 100,000-octet transfers cross
+# the sender's ramp of Write sizes (2 KiB doubling to 64 KiB) and both halves of each
+# receive buffer.
+rs_args="-S 100000 -C 20 -I 5 -T v"
+rstream_client() { host timeout 120 rstream -s "$G" $rs_args -T a; }
+rstream_server() { host timeout 120 rstream -b "$US" $rs_args -T b; }
+rstream_check() {
+	grep -q "^custom " "$HOSTLOG" || { echo "rstream on uiwarp printed no result"; return 1; }
+	! grep -q "verification failed" "$HOSTLOG" "$out/$1.guest.log" || { echo "data verification failed"; return 1; }
+	grep -q "^custom " "$out/$1.guest.log" || { echo "rstream in the guest printed no result"; return 1; }
+	guest_ok "$1" "rstream-rc=0"
+}
+c_rstream-client() {
+	CHECK_FN=rstream_check run_case rstream-client client \
+		"uiw_serve timeout 120 rstream -b \$GUEST_IP $rs_args -T b; echo rstream-rc=\$?" rstream_client
+}
+c_rstream-server() {
+	CHECK_FN=rstream_check run_case rstream-server server \
+		"uiw_await_go; timeout 120 rstream -s \$PEER_IP $rs_args -T a; echo rstream-rc=\$?" rstream_server
+}
+
 # --- connect/disconnect cycles ------------------------------------------------------------
 cycles_client() { host timeout 200 "$siw_verbs" -c "$G" --cycles 100; }
 cycles_server() { host timeout 200 "$siw_verbs" -s "$US" --cycles 100; }
@@ -309,12 +334,14 @@ group() {
 	perftest) for p in $perftests; do echo "$p-client $p-server"; done ;;
 	ops) echo ops-client ops-server ;;
 	cycles) echo cycles-client cycles-server ;;
+	rsockets) echo rstream-client rstream-server ;;
 	quick) echo mpa-i-rev2-crc mpa-i-p2p-read mpa-r-siw-crc mpa-r-rev1-nocrc ops-client ops-server \
-		rping-client rping-tool-server cycles-client cycles-server ib_write_bw-client ib_read_lat-server ;;
+		rping-client rping-tool-server cycles-client cycles-server ib_write_bw-client ib_read_lat-server \
+		rstream-client rstream-server ;;
 	*) echo "$1" ;;
 	esac
 }
-[ $# -eq 0 ] && set -- mpa rping perftest ops cycles
+[ $# -eq 0 ] && set -- mpa rping perftest ops cycles rsockets
 for g in "$@"; do
 	# quick: perftest at the smallest and the largest size only
 	[ "$g" = quick ] && [ -z "${UIWARP_SIW_SIZES:-}" ] && sizes=(1 1048576)

@@ -288,7 +288,7 @@ siwvm_build() {
 	fi
 	siwvm_stage_begin "$kd/stage" "$k" virtio_pci virtio_net crc32c_generic siw ib_uverbs rdma_ucm
 	local b bins=()
-	for b in rping ucmatose ibv_devices ibv_devinfo ib_send_bw ib_write_bw ib_read_bw ib_send_lat \
+	for b in rping rstream ucmatose ibv_devices ibv_devinfo ib_send_bw ib_write_bw ib_read_bw ib_send_lat \
 		ib_write_lat ib_read_lat rdma ip ss kmod; do
 		bins+=("$(command -v "$b")") || { siwvm_log "$b not found"; return 1; }
 	done
