@@ -47,6 +47,7 @@
 #define RS_SGL_MAX 64            /* the most target list entries a peer may announce */
 #define RS_CLOSE_MS 5000         /* shutdown waits this long for its sends at most */
 #define RS_CM_MS 2000            /* address resolution */
+#define RS_SPIN_NS 20000u        /* a blocking call polls this long before it sleeps */
 
 #define WR_RECV (1ull << 63)
 #define WR_MSG_SEND (1ull << 62) /* the Send that follows a Write with its message */
@@ -683,7 +684,7 @@ static bool rs_nonblock(const struct rs *rs, int flags)
  * EAGAIN (non-blocking) or ETIMEDOUT. */
 static int rs_wait(struct rs *rs, bool (*done)(const struct rs *), bool nonblock, int ms)
 {
-	uint64_t end = ms < 0 ? UINT64_MAX : uiw_now_ns() + (uint64_t)ms * UIW_NS_PER_MS;
+	uint64_t start = uiw_now_ns(), end = ms < 0 ? UINT64_MAX : start + (uint64_t)ms * UIW_NS_PER_MS;
 
 	rs_progress(rs);
 	while (!done(rs)) {
@@ -693,6 +694,12 @@ static int rs_wait(struct rs *rs, bool (*done)(const struct rs *), bool nonblock
 
 		if (now >= end)
 			return fail(ETIMEDOUT);
+		/* A reply often comes within microseconds: poll (making passes of the stack)
+		 * that long before sleeping, as rdma-core's rsockets do. */
+		if (now - start < RS_SPIN_NS) {
+			rs_progress(rs);
+			continue;
+		}
 		rs_sleep(rs, end == UINT64_MAX ? -1 : (int)((end - now) / UIW_NS_PER_MS) + 1);
 	}
 	return 0;
