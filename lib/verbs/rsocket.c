@@ -34,7 +34,7 @@
 
 #define RS_DEF_QP 384            /* send and receive queue depth (rdma-core's) */
 #define RS_DEF_INLINE 64
-#define RS_DEF_MEM (1u << 17)    /* send and receive buffer (rdma-core's) */
+#define RS_DEF_MEM (1u << 19)    /* send and receive buffer (rdma-core's: 128 KiB) */
 #define RS_MEM_MIN 4096u
 #define RS_MEM_MAX (1u << 26)
 #define RS_SNDLOWAT 2048u        /* no send with less than this free in the send buffer */
@@ -731,7 +731,12 @@ static void refuse_once(bool *said, const char *what)
 int rsocket(int domain, int type, int protocol)
 {
 	static bool said_dgram, said_inet6;
+	/* Linux's flags in the type (Python makes every socket with SOCK_CLOEXEC): non-blocking
+	 * as asked; close-on-exec is how the rsocket's descriptors are made anyway. */
+	int flags = type & (SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct rs *rs;
+
+	type &= ~flags;
 
 	if (type == SOCK_DGRAM) {
 		refuse_once(&said_dgram, "datagram rsockets need UD QPs, which iWARP does not have; "
@@ -747,6 +752,7 @@ int rsocket(int domain, int type, int protocol)
 	rs = rs_new(NULL);
 	if (rs == NULL)
 		return fail(ENOMEM);
+	rs->fd_flags = flags & SOCK_NONBLOCK ? O_NONBLOCK : 0;
 	if (rs_channel(rs) != 0 || rdma_create_id(rs->ch, &rs->id, rs, RDMA_PS_TCP) != 0 ||
 	    rs_insert(rs) != 0) {
 		int e = errno;
@@ -1639,6 +1645,9 @@ static int getopt_locked(struct rs *rs, int level, int name, void *v, socklen_t 
 		case SO_RCVBUF: return put_int(v, l, (int)rs->rbuf_size);
 		case SO_SNDBUF: return put_int(v, l, (int)rs->sbuf_size);
 		case SO_TYPE: return put_int(v, l, SOCK_STREAM);
+		case SO_DOMAIN: return put_int(v, l, AF_INET);
+		case SO_PROTOCOL: return put_int(v, l, IPPROTO_TCP);
+		case SO_ACCEPTCONN: return put_int(v, l, rs->phase == P_LISTEN);
 		case SO_ERROR:
 			e = rs->err;
 			rs->err = 0;

@@ -5,6 +5,7 @@
 # - iperf3 on librspreload.so (librdmacm1), both directions: the kernel's socket calls
 #   become rsockets. Each side runs in a network namespace of its own with no interface up,
 #   so a socket that fell back to the kernel's TCP could reach nothing;
+# - a Python socket program on librspreload.so, its data hashed at both ends both ways;
 # - a peer that is no rsocket (rping's connection request has no rsocket connection data)
 #   is rejected with a log line, and the same listener then serves an rstream client;
 # - a datagram rsocket is refused at once (ENOTSUP), saying why.
@@ -13,6 +14,7 @@ set -u
 lib=${1:?usage: rsockets.sh DROPIN_DIR}
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 preload=$(ls /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so 2>/dev/null)
 for t in rstream iperf3 rping; do
 	command -v "$t" >/dev/null || { echo "FAIL: $t not installed (scripts/install-deps.sh)"; exit 1; }
@@ -96,6 +98,17 @@ for dir in "" "-R"; do
 		bad "iperf3 $dir on librspreload.so: rc $rc/$src"; tail -n 8 "$tmp/iperf$dir.s" "$tmp/iperf$dir.c"
 	fi
 done
+
+# A socket program on librspreload.so with its data checked: 30 MB in pieces of uneven sizes
+# one way, 20 MB back, each hashed by both ends (tests/integration/rs_hash.py; Python makes
+# its sockets with SOCK_CLOEXEC, which rsocket() takes).
+pair hash env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" server 10.73.0.1 5301 20000000 -- \
+	env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" client 10.73.0.1 5301 30000000 20000000
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^rs_hash: ok client" "$tmp/hash.c" && grep -q "^rs_hash: ok server" "$tmp/hash.s"; then
+	echo "ok: a Python socket program on librspreload.so: $(grep '^rs_hash: ok client' "$tmp/hash.c" | cut -d' ' -f4-)"
+else
+	bad "rs_hash on librspreload.so: rc $rc/$src"; tail -n 5 "$tmp/hash.s" "$tmp/hash.c"
+fi
 
 # A connection request that is no rsocket's: rejected, and the listener keeps serving.
 sock="$tmp/mixed.sock"
