@@ -14,6 +14,8 @@
 #                                 either side, no QP or cm_id left in siw
 #   rstream-{client,server}       rstream (rsockets) on the drop-in against rstream on
 #                                 rdma-core's rsockets over siw, data verified by both
+#   rssock-{client,server}        a plain socket program (rs_sock) on librspreload.so at both
+#                                 ends, every octet checked both ways
 # "client" and "server" name uiwarp's role. Every capture passes tests/tools/iwarp_check.py
 # and, when it is there, ../shared/tools/iwarp-pcap-check.
 #
@@ -55,6 +57,7 @@ cfg="port=net_af_packet0,iface=uiw0,qdisc_bypass=1; ip=$US/24; hugepages=off; me
 # (docs/CONFIG.md, mpa_initiator_delay_us); a margin over the default.
 cfg="$cfg; mpa_initiator_delay_us=20000"
 SIWVM_FILES=$siw_verbs
+[ -x "$(dirname "$siw_verbs")/rs_sock" ] && SIWVM_FILES="$SIWVM_FILES $(dirname "$siw_verbs")/rs_sock"
 
 fail=0
 passed=0
@@ -302,6 +305,27 @@ c_rstream-client() {
 	CHECK_FN=rstream_check run_case rstream-client client \
 		"uiw_serve timeout 120 rstream -b \$GUEST_IP $rs_args -T b; echo rstream-rc=\$?" rstream_client
 }
+# A plain socket program (tests/interop/rs_sock.c) on librspreload.so at both ends: uiwarp's
+# rsockets on the host, rdma-core's over siw in the guest. 4 MB one way, 3 MB back, every
+# octet checked by the side that reads it.
+preload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+rs_sock=$(dirname "$siw_verbs")/rs_sock
+rss_args="5301 4000000 3000000"
+rssock_client() { host env LD_PRELOAD="$preload" timeout 120 "$rs_sock" -c "$G" $rss_args; }
+rssock_server() { host env LD_PRELOAD="$preload" timeout 120 "$rs_sock" -s "$US" $rss_args; }
+rssock_check() {
+	grep -q "^rs_sock: ok" "$HOSTLOG" || { echo "rs_sock on uiwarp: $(grep -m1 '^rs_sock' "$HOSTLOG")"; return 1; }
+	grep -q "^rs_sock: ok" "$out/$1.guest.log" || { echo "rs_sock in the guest did not pass"; return 1; }
+	guest_ok "$1" "rssock-rc=0"
+}
+c_rssock-client() {
+	CHECK_FN=rssock_check run_case rssock-client client \
+		"uiw_serve timeout 120 env LD_PRELOAD=$preload rs_sock -s \$GUEST_IP $rss_args; echo rssock-rc=\$?" rssock_client
+}
+c_rssock-server() {
+	CHECK_FN=rssock_check run_case rssock-server server \
+		"uiw_await_go; timeout 120 env LD_PRELOAD=$preload rs_sock -c \$PEER_IP $rss_args; echo rssock-rc=\$?" rssock_server
+}
 c_rstream-server() {
 	CHECK_FN=rstream_check run_case rstream-server server \
 		"uiw_await_go; timeout 120 rstream -s \$PEER_IP $rs_args -T a; echo rstream-rc=\$?" rstream_server
@@ -334,10 +358,10 @@ group() {
 	perftest) for p in $perftests; do echo "$p-client $p-server"; done ;;
 	ops) echo ops-client ops-server ;;
 	cycles) echo cycles-client cycles-server ;;
-	rsockets) echo rstream-client rstream-server ;;
+	rsockets) echo rstream-client rstream-server rssock-client rssock-server ;;
 	quick) echo mpa-i-rev2-crc mpa-i-p2p-read mpa-r-siw-crc mpa-r-rev1-nocrc ops-client ops-server \
 		rping-client rping-tool-server cycles-client cycles-server ib_write_bw-client ib_read_lat-server \
-		rstream-client rstream-server ;;
+		rstream-client rstream-server rssock-client rssock-server ;;
 	*) echo "$1" ;;
 	esac
 }

@@ -292,7 +292,8 @@ siwvm_build() {
 		ib_write_lat ib_read_lat rdma ip ss kmod; do
 		bins+=("$(command -v "$b")") || { siwvm_log "$b not found"; return 1; }
 	done
-	siwvm_stage "${bins[@]}" /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so
+	siwvm_stage "${bins[@]}" /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so \
+		/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 	# glibc loads libgcc_s at run time for thread exit; ldd does not list it.
 	siwvm_stage "$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64/ { print $NF; exit }')"
 	mkdir -p "$SIWVM_STAGE/etc/libibverbs.d"
