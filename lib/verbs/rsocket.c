@@ -93,7 +93,8 @@ struct rs {
 
 	/* Receiving: the buffer the peer writes into, then one message slot per receive. */
 	uint8_t *rbuf;
-	struct ibv_mr *rmr;
+	struct ibv_mr *rmr;                   /* the buffer: the peer writes into it */
+	struct ibv_mr *mmr;                   /* the message slots after it: local only */
 	uint32_t rbuf_offset, rbuf_free_offset;
 	int64_t rbuf_avail;
 	uint16_t rseq_no, rseq_comp;
@@ -204,6 +205,8 @@ static void rs_free(struct rs *rs)
 		ibv_dereg_mr(rs->smr);
 	if (rs->rmr != NULL)
 		ibv_dereg_mr(rs->rmr);
+	if (rs->mmr != NULL)
+		ibv_dereg_mr(rs->mmr);
 	if (rs->target_mr != NULL)
 		ibv_dereg_mr(rs->target_mr);
 	if (rs->pd != NULL)
@@ -296,7 +299,8 @@ static int rs_post_write_msg(struct rs *rs, struct ibv_sge *sgl, int nsge, uint3
  * target list) and credits up to what this side has read plus its queue depth. */
 static void rs_send_credits(struct rs *rs)
 {
-	uint32_t half = rs->rbuf_size / 2, msg = UIW_RS_MSG(UIW_RS_OP_SGL, (uint16_t)(rs->rseq_no + rs->rq_size));
+	uint32_t half = rs->rbuf_size / 2;
+	uint32_t msg = UIW_RS_MSG(UIW_RS_OP_SGL, (uint16_t)(rs->rseq_no + rs->rq_size));
 	int rc;
 
 	rs->ctrl_seqno++;
@@ -340,7 +344,7 @@ static void rs_update_credits(struct rs *rs)
 static int rs_post_recv(struct rs *rs, uint32_t slot)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(rs->rbuf + rs->rbuf_size) + slot * UIW_RS_MSG_LEN,
-			       .length = UIW_RS_MSG_LEN, .lkey = rs->rmr->lkey };
+			       .length = UIW_RS_MSG_LEN, .lkey = rs->mmr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = WR_RECV | slot, .sg_list = &sge, .num_sge = 1 }, *bad;
 	int rc = ibv_post_recv(rs->id->qp, &wr, &bad);
 
@@ -486,11 +490,13 @@ static int rs_create_ep(struct rs *rs)
 	if (rs->sbuf == NULL || rs->rbuf == NULL || rs->target == NULL || rs->rmsg == NULL)
 		return fail(ENOMEM);
 	rs->smr = ibv_reg_mr(rs->pd, rs->sbuf, rs->sbuf_size, 0);
-	rs->rmr = ibv_reg_mr(rs->pd, rs->rbuf, rs->rbuf_size + rs->rq_slots * UIW_RS_MSG_LEN,
+	rs->rmr = ibv_reg_mr(rs->pd, rs->rbuf, rs->rbuf_size,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	rs->mmr = ibv_reg_mr(rs->pd, rs->rbuf + rs->rbuf_size, rs->rq_slots * UIW_RS_MSG_LEN,
+			     IBV_ACCESS_LOCAL_WRITE);
 	rs->target_mr = ibv_reg_mr(rs->pd, (void *)rs->target, UIW_RS_SGL_SIZE * sizeof(struct uiw_rs_sge),
 				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (rs->smr == NULL || rs->rmr == NULL || rs->target_mr == NULL)
+	if (rs->smr == NULL || rs->rmr == NULL || rs->mmr == NULL || rs->target_mr == NULL)
 		return -1;
 	rs->sbuf_avail = rs->sbuf_size;
 	rs->rbuf_free_offset = rs->rbuf_size / 2;   /* the first half goes in the connection data */
@@ -848,12 +854,18 @@ static struct rs *rs_accept_one(struct rs *l, struct rdma_cm_event *ev)
 	p.private_data = &c;
 	p.private_data_len = sizeof(c);
 	n->phase = P_ACCEPT;
-	if (rdma_accept(n->id, &p) != 0 || rs_insert(n) != 0) {
-		int e = errno;
-
+	if (rdma_accept(n->id, &p) != 0) {
+		/* Gone before it was accepted: the next request, as accept() does. */
+		UIW_WARN("rsocket %d: accepting a connection failed (%s)", l->fd, strerror(errno));
 		rdma_ack_cm_event(ev);
 		rs_free(n);
-		errno = e;
+		errno = ECONNABORTED;
+		return NULL;
+	}
+	if (rs_insert(n) != 0) {
+		rdma_ack_cm_event(ev);
+		rs_free(n);
+		errno = ENOMEM;
 		return NULL;
 	}
 	rdma_ack_cm_event(ev);
@@ -1060,7 +1072,8 @@ ssize_t rsend(int s, const void *buf, size_t len, int flags)
 	return rs_sendv(s, &v, 1, flags);
 }
 
-ssize_t rsendto(int s, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t l)
+ssize_t rsendto(int s, const void *buf, size_t len, int flags, const struct sockaddr *a,
+		socklen_t l)
 {
 	if (a != NULL || l != 0)
 		return fail(EISCONN);

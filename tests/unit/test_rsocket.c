@@ -327,6 +327,46 @@ START_TEST(data_announced_beyond_the_buffer_ends_the_connection)
 }
 END_TEST
 
+/* The peer may write into the receive buffer it was given, and nowhere past it (the
+ * message slots that follow it in memory are the server's own). */
+START_TEST(a_write_past_the_receive_buffer_is_refused)
+{
+	int l = listener(), s;
+	struct evil *v = calloc(1, sizeof(*v));
+	struct ibv_send_wr *bad;
+	uint8_t junk[8], out[16];
+	struct ibv_wc wc;
+
+	evil_connect(v, l, UIW_RS_VERSION, &s);
+	ck_assert_int_eq((int)(uintptr_t)v->e.buf, RDMA_CM_EVENT_ESTABLISHED);
+	memset(junk, 0xee, sizeof(junk));
+	struct ibv_sge ws = { (uintptr_t)junk, sizeof(junk), 0 };
+	struct ibv_send_wr write = { .wr_id = 1, .sg_list = &ws, .num_sge = 1,
+				     .opcode = IBV_WR_RDMA_WRITE,
+				     .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED };
+
+	/* Both halves are 2 * length long: the first octet past the whole buffer. */
+	write.wr.rdma.remote_addr = v->srv_buf.addr + 2 * (uint64_t)v->srv_buf.length;
+	write.wr.rdma.rkey = v->srv_buf.key;
+	ck_assert_int_eq(ibv_post_send(v->e.id->qp, &write, &bad), 0);
+	ssize_t k = -1;
+
+	for (int i = 0; i < TRIES; i++) {
+		k = rrecv(s, out, sizeof(out), 0);
+		if (k >= 0 || errno != EAGAIN)
+			break;
+	}
+	/* The server's QP Terminates the Write: its rsocket ends, having read nothing. */
+	ck_assert_msg(k == 0 || (k < 0 && errno != EAGAIN), "rrecv %zd errno %d", k, errno);
+	for (int i = 0; i < TRIES && ibv_poll_cq(v->e.cq, 1, &wc) == 0; i++)
+		uiw_verbs_progress();
+	rclose(s);
+	rclose(l);
+	evil_fini(v);
+	free(v);
+}
+END_TEST
+
 START_TEST(what_is_not_provided_is_refused)
 {
 	ck_assert_int_eq(rsocket(AF_INET, SOCK_DGRAM, 0), -1);
@@ -364,6 +404,7 @@ int main(void)
 	tcase_add_test(tc, stream_both_ways_then_half_close);
 	tcase_add_test(tc, a_request_of_another_version_is_rejected);
 	tcase_add_test(tc, data_announced_beyond_the_buffer_ends_the_connection);
+	tcase_add_test(tc, a_write_past_the_receive_buffer_is_refused);
 	tcase_add_test(tc, what_is_not_provided_is_refused);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
