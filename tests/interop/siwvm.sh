@@ -214,6 +214,7 @@ modprobe rdma_ucm && modprobe ib_uverbs || die "rdma_ucm"
 n=0
 while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 100 ]; do usleep 50000; n=$((n + 1)); done
 ip link set lo up
+[ -z "$MTU" ] || ip link set eth0 mtu "$MTU" || die "eth0 mtu $MTU"
 ip link set eth0 up && ip addr add "$GUEST_IP/24" dev eth0 || die "eth0"
 rdma link add siw0 type siw netdev eth0 || die "rdma link add"
 echo "UIWVM siw: $(cd /sys/module/siw/parameters && for p in *; do printf '%s=%s ' $p $(cat $p); done)"
@@ -333,6 +334,7 @@ siwvm_net_up() {
 }
 
 # siwvm_boot NAME 'SIW PARAMS' TIMEOUT_S 'COMMAND': starts a guest in the background
+# (SIWVM_MTU: its NIC, tap and eth0 at that MTU)
 # running COMMAND (sh, with the helpers above); its console goes to
 # $SIWVM_RUNDIR/NAME/console. Files named in SIWVM_FILES are put in /uiw/bin (on PATH);
 # they may use the libraries of the programs the guest has (libibverbs, librdmacm).
@@ -343,8 +345,10 @@ siwvm_boot() {
 	rm -rf "$d"
 	mkdir -p "$d/ovl/uiw"
 	ip -n "$SIWVM_NS" tuntap add dev "$tap" mode tap || return 1
+	[ -z "${SIWVM_MTU:-}" ] || ip -n "$SIWVM_NS" link set "$tap" mtu "$SIWVM_MTU"
 	ip -n "$SIWVM_NS" link set "$tap" master br0 up
 	{
+		echo "MTU=${SIWVM_MTU:-}"
 		echo "SIW_PARAMS='$params'"
 		echo "GUEST_TIMEOUT=$timeout"
 		echo "GUEST_IP=$SIWVM_GUEST_IP"
@@ -369,7 +373,7 @@ siwvm_boot() {
 		-kernel "$SIWVM_KERNEL" -initrd "$d/initrd" \
 		-append "console=ttyS0,115200 quiet loglevel=4 panic=1 mitigations=off nokaslr ipv6.disable=1" \
 		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no,vnet_hdr=off" \
-		-device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "${SIWVM_GUEST_IP##*.}"),romfile=" \
+		-device "virtio-net-pci,netdev=n0,mac=52:54:00:77:00:$(printf %02x "${SIWVM_GUEST_IP##*.}")${SIWVM_MTU:+,host_mtu=$SIWVM_MTU},romfile=" \
 		-serial "file:$d/console" -serial "pipe:$d/ctl" -monitor none </dev/null >"$d/qemu.out" 2>&1 &
 	SIWVM_QEMU_PID=$!
 	SIWVM_GUEST=$name

@@ -16,7 +16,8 @@
 #                 QEMU's monitor in the middle: the connection lives through it, and the
 #                 guest's counters show one link_down and one link_up
 #   virtio-siw    Linux siw in the siw guest (tests/interop/siwvm.sh) serving, the NIC
-#                 guest opening from its virtio NIC: siw_verbs (siw Terminates), rping -c
+#                 guest opening from its virtio NIC, both at MTU 9000: siw_verbs (siw
+#                 Terminates), rping -c with 32 KiB buffers; jumbo frames each way
 #   e1000e-uio    errors (kernel driver bound, no driver, uio without hugepages, hugepages
 #                 not mounted, no such device); siw_verbs, CRC off; rping -c in the guest
 #                 / uiwarp-rping -s on the host (the guest opens), CRC on; ib_send_bw -R
@@ -220,14 +221,15 @@ b_virtio-siw() {
 	local t=$SECONDS why="" siw_pid nic_pid i nrc src
 	local cap=$out/virtio-siw.pcapng
 	siwvm_capture_start "$cap"
-	SIWVM_FILES=$siw_verbs siwvm_boot siw "" 500 'uiw_serve timeout 240 siw_verbs -s $GUEST_IP --victim; echo ops-rc=$?
-uiw_serve timeout 240 rping -s -a $GUEST_IP -C 100 -S 64 -v -V; echo rping-rc=$?'
+	# Jumbo frames: both guests' virtio NICs, their taps and Linux's eth0 at MTU 9000.
+	SIWVM_MTU=9000 SIWVM_FILES=$siw_verbs siwvm_boot siw "" 500 'uiw_serve timeout 240 siw_verbs -s $GUEST_IP --victim; echo ops-rc=$?
+uiw_serve timeout 240 rping -s -a $GUEST_IP -C 100 -S 32768 -v -V; echo rping-rc=$?'
 	siw_pid=$SIWVM_QEMU_PID
 	NICVM_PIDS="${NICVM_PIDS:-} $siw_pid"
-	NICVM_GUEST_IP=10.77.0.12 NICVM_PEER_IP=$G nicvm_boot nic 500 'nic_bind $VIRTIO vfio-pci || exit 1
-export UIWARP_CONFIG="$(nic_cfg $VIRTIO "mpa_crc=1; mpa_initiator_delay_us=20000")"
+	NICVM_MTU=9000 NICVM_GUEST_IP=10.77.0.12 NICVM_PEER_IP=$G nicvm_boot nic 500 'nic_bind $VIRTIO vfio-pci || exit 1
+export UIWARP_CONFIG="$(nic_cfg $VIRTIO "mpa_crc=1; mpa_initiator_delay_us=20000; mtu=9000")"
 uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin siw_verbs -c $PEER_IP --provoke; echo ops-rc=$?
-uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -C 100 -S 64 -v -V; echo rping-rc=$?'
+uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -C 100 -S 32768 -v -V; echo rping-rc=$?'
 	nic_pid=$SIWVM_QEMU_PID
 	vm() { SIWVM_GUEST=$1; if [ "$1" = siw ]; then SIWVM_QEMU_PID=$siw_pid; else SIWVM_QEMU_PID=$nic_pid; fi; }
 	vm nic
@@ -259,15 +261,20 @@ uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -
 		[ "$(grep -c 'ping data: rdma-ping-' "$out/virtio-siw.$f.log")" -ge 100 ] ||
 			why="${why:+$why; }rping in the $f guest printed fewer than 100 pings"
 	done
-	local chk
+	local chk jn js
 	check_capture virtio-siw "$cap" siw
+	# Frames past 1514 octets from each side: the NICs carried jumbo frames both ways.
+	jn=$(tshark -r "$cap" -Y "ip.src == 10.77.0.12 && frame.len > 1514" 2>/dev/null | wc -l)
+	js=$(tshark -r "$cap" -Y "ip.src == $G && frame.len > 1514" 2>/dev/null | wc -l)
+	[ "$jn" -gt 0 ] && [ "$js" -gt 0 ] ||
+		why="${why:+$why; }no jumbo frames (from uiwarp $jn, from siw $js)"
 	if [ -n "$why" ]; then
 		echo "FAIL virtio-siw ($((SECONDS - t)) s): $why"
 		grep -v '^\[' "$out/virtio-siw.nic.log" | tail -15 | sed 's/^/    nic guest: /'
 		grep -v '^\[' "$out/virtio-siw.siw.log" | tail -15 | sed 's/^/    siw guest: /'
 		fail=1
 	else
-		echo "ok   virtio-siw ($((SECONDS - t)) s): ${chk##*: }"
+		echo "ok   virtio-siw ($((SECONDS - t)) s): MTU 9000, $jn jumbo frames from uiwarp, $js from siw; ${chk##*: }"
 		passed=$((passed + 1))
 	fi
 }

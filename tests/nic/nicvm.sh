@@ -201,6 +201,7 @@ nicvm_boot() {
 	for i in 0 1; do
 		tap=uiwnic$SIWVM_COUNT$i
 		ip -n "$SIWVM_NS" tuntap add dev "$tap" mode tap vnet_hdr || return 1
+		[ "$i" = 1 ] || [ -z "${NICVM_MTU:-}" ] || ip -n "$SIWVM_NS" link set "$tap" mtu "$NICVM_MTU"
 		ip -n "$SIWVM_NS" link set "$tap" master br0 up
 	done
 	{
@@ -226,7 +227,7 @@ nicvm_boot() {
 		-kernel "$NICVM_KERNEL" -initrd "$d/initrd" \
 		-append "console=ttyS0,115200 quiet loglevel=4 panic=1 mitigations=off nokaslr ipv6.disable=1 intel_iommu=on iommu=pt hugepagesz=2M hugepages=$NICVM_HUGEPAGES" \
 		-netdev "tap,id=n0,ifname=uiwnic${SIWVM_COUNT}0,script=no,downscript=no,vnet_hdr=on" \
-		-device "virtio-net-pci,netdev=n0,mac=$mac:04,addr=04.0,disable-legacy=on,iommu_platform=on,ats=on,romfile=" \
+		-device "virtio-net-pci,netdev=n0,mac=$mac:04,addr=04.0,disable-legacy=on,iommu_platform=on,ats=on${NICVM_MTU:+,host_mtu=$NICVM_MTU},romfile=" \
 		-netdev "tap,id=n1,ifname=uiwnic${SIWVM_COUNT}1,script=no,downscript=no,vnet_hdr=off" \
 		-device "e1000e,netdev=n1,mac=$mac:05,addr=05.0,romfile=" \
 		-serial "file:$d/console" -serial "pipe:$d/ctl" \
