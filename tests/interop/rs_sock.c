@@ -2,9 +2,12 @@
 /*
  * A plain socket program for librspreload.so (rsockets under ordinary socket calls), with
  * its data checked: the client sends N octets of a generated stream in pieces of uneven
- * sizes (37 first), shuts its sending side and reads to the end; the server reads to the
- * end, then sends M octets of a second stream and shuts down. Each side checks every octet
- * it reads against the generator, so both directions are verified end to end.
+ * sizes (37 first); the server reads them, then sends M octets of a second stream, which
+ * the client reads; the client then sends one octet, and the server closes once it has it.
+ * Each side checks every octet it reads against the generator, so both directions are
+ * verified end to end. No side closes while the other still sends: rdma-core's rsockets
+ * turn a half close into a full disconnect, and a socket closed while the peer's credit
+ * updates still arrive is reset by Linux, its unsent data dropped.
  *
  * usage: rs_sock -s ADDR PORT N M | -c ADDR PORT N M
  * Prints "rs_sock: ok ..." or "rs_sock: FAIL ...", exit 0 or 1.
@@ -76,15 +79,15 @@ static int send_stream(int fd, uint64_t seed, size_t n)
 	return buf == NULL ? -1 : 0;
 }
 
-/* Reads to the end, each octet checked. @return octets read, or -1 (said why). */
-static long long read_stream(int fd, uint64_t seed)
+/* Reads @p n octets, each checked. @return octets read, or -1 (said why). */
+static long long read_stream(int fd, uint64_t seed, long long n)
 {
 	struct gen data = { seed };
 	uint8_t *buf = malloc(BUF);
 	long long got = 0;
 
-	for (;;) {
-		ssize_t r = recv(fd, buf, BUF, 0);
+	while (got < n) {
+		ssize_t r = recv(fd, buf, (size_t)(n - got) < BUF ? (size_t)(n - got) : BUF, 0);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -136,18 +139,19 @@ int main(int argc, char **argv)
 			printf("rs_sock: FAIL bind/listen/accept: %s\n", strerror(errno));
 			return 1;
 		}
-		got = read_stream(fd, 1);
+		got = read_stream(fd, 1, n);
 		if (got != n) {
 			printf("rs_sock: FAIL the server read %lld of %lld octets\n", got, n);
 			return 1;
 		}
 		if (send_stream(fd, 2, (size_t)m) != 0)
 			return 1;
-		shutdown(fd, SHUT_WR);
-		char c;
+		char c = 0;
 
-		while (recv(fd, &c, 1, 0) > 0)
-			;
+		if (recv(fd, &c, 1, MSG_WAITALL) != 1 || c != '.') {
+			printf("rs_sock: FAIL no closing octet from the client\n");
+			return 1;
+		}
 		close(fd);
 		close(l);
 		printf("rs_sock: ok server read %lld octets as sent, sent %lld\n", got, m);
@@ -159,13 +163,19 @@ int main(int argc, char **argv)
 	}
 	if (send_stream(fd, 1, (size_t)n) != 0)
 		return 1;
-	shutdown(fd, SHUT_WR);
-	got = read_stream(fd, 2);
-	close(fd);
+	got = read_stream(fd, 2, m);
 	if (got != m) {
 		printf("rs_sock: FAIL the client read %lld of %lld octets\n", got, m);
 		return 1;
 	}
+	char c;
+
+	/* The closing octet; then the server's close is the end of the stream. */
+	if (send(fd, ".", 1, 0) != 1 || recv(fd, &c, 1, 0) != 0) {
+		printf("rs_sock: FAIL the end: %s\n", strerror(errno));
+		return 1;
+	}
+	close(fd);
 	printf("rs_sock: ok client sent %lld octets, read %lld as sent\n", n, got);
 	return 0;
 }
