@@ -1129,18 +1129,12 @@ void uiw_verbs_qp_tcp(struct ibv_qp *qp, struct uiw_qp_tcp *out)
 
 	if (t == NULL)
 		return;
-	const struct uiw_tcp_conn_stats *st = uiw_tcp_conn_stats(t);
-
 	out->up = true;
 	out->all_acked = uiw_tcp_acked(t, uiw_tcp_queued_end(t));
 	out->state = (int)uiw_tcp_state(t);
 	out->mss = uiw_tcp_mss(t);
 	uiw_tcp_conn_timing(t, &out->srtt_us, &out->rttvar_us, &out->rto_us, &out->cwnd);
-	out->retransmits = st->retransmits;
-	out->bytes_in = st->bytes_in;
-	out->bytes_out = st->bytes_out;
-	out->segs_in = st->segs_in;
-	out->segs_out = st->segs_out;
+	out->retransmits = uiw_tcp_conn_stats(t)->retransmits;
 }
 
 static void print_qp(FILE *f, const struct uiw_qp_v *q)

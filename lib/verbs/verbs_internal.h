@@ -126,7 +126,7 @@ struct uiw_qp_tcp {
 	int state;                   /* enum uiw_tcp_state */
 	uint16_t mss;
 	uint32_t srtt_us, rttvar_us, rto_us, cwnd;
-	uint64_t retransmits, bytes_in, bytes_out, segs_in, segs_out;
+	uint64_t retransmits;
 };
 /* verbs.c: fills @p out for @p qp (the API lock taken). */
 void uiw_verbs_qp_tcp(struct ibv_qp *qp, struct uiw_qp_tcp *out);
