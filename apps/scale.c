@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,6 +671,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+static volatile sig_atomic_t stop_serving;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_serving = 1;
+}
+
 int main(int argc, char **argv)
 {
 	static struct uiw_stack a, b;
@@ -711,7 +720,10 @@ int main(int argc, char **argv)
 
 		printf("uiwarp-scale: listening on port %u for up to %u QPs\n", port, o.qps);
 		setvbuf(stdout, NULL, _IOLBF, 0);
-		for (;;) {
+		/* SIGTERM or SIGINT end the server; with $UIWARP_STATS its counters are printed. */
+		signal(SIGTERM, on_stop);
+		signal(SIGINT, on_stop);
+		while (!stop_serving) {
 			progress();
 			/* Once all are up: how the engines share them (a log for the test). */
 			if (!told && srv.up == o.qps) {
@@ -720,6 +732,9 @@ int main(int argc, char **argv)
 					fprintf(stderr, "uiwarp-scale: an engine holds no connection\n");
 			}
 		}
+		if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0)
+			app_print_counters("the server", stack_a);
+		return 0;
 	}
 
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port),

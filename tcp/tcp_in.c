@@ -557,7 +557,9 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		new_sacked = uiw_tcp_sack_update(c, &s->opt);
 		uiw_tcp_cc_check_lost_rxt(c);
 	}
-	if (seq_gt(s->ack, c->snd_una)) {
+	bool moved = seq_gt(s->ack, c->snd_una);
+
+	if (moved) {
 		new_ack(c, s);
 		if (c->nscore > 0)
 			uiw_tcp_score_prune(c);
@@ -566,7 +568,9 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	 * moves the cumulative ACK or the window (Linux's window grows in nearly every ACK
 	 * while it autotunes: by RFC 5681's definition alone, recoveries started late or
 	 * never, and the retransmission timer found the loss). */
-	if (new_sacked || ((!(c->flags & TF_SACK_OK) || s->opt.nsack == 0) &&
+	/* RFC 5681 §2 (b)-(e): it acknowledges nothing new; SND.UNA is compared as it was
+	 * before this segment (new_ack has moved it to s->ack). */
+	if (new_sacked || ((!(c->flags & TF_SACK_OK) || s->opt.nsack == 0) && !moved &&
 			   s->ack == c->snd_una && s->len == 0 &&
 			   !(s->flags & UIW_TCP_FIN) && seq_lt(c->snd_una, c->snd_max) &&
 			   wnd == c->snd_wnd)) {

@@ -1163,6 +1163,24 @@ START_TEST(fast_retransmit_on_three_duplicate_acks)
 }
 END_TEST
 
+/* RFC 5681 §2: an ACK that moves SND.UNA is no duplicate, even when the window it carries
+ * is the one already known. Counted as one, every new ACK left dupacks at 1, so two true
+ * duplicates after it started a recovery, and the counter said nearly every ACK was one. */
+START_TEST(new_ack_is_not_a_duplicate)
+{
+	uint32_t una = six_segments_in_flight();
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una + 536, .flags = UIW_TCP_ACK });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_dup_acks], 0);
+	for (int i = 0; i < 2; i++)
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una + 536, .flags = UIW_TCP_ACK });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_dup_acks], 2);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_fast_retransmits], 0);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una + 536, .flags = UIW_TCP_ACK });
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_fast_retransmits], 1);
+}
+END_TEST
+
 /* Without SACK negotiated, SACK blocks a peer sends anyway are ignored, and its
  * duplicate ACKs still count (RFC 5681 §3.2). */
 START_TEST(stray_sack_blocks_do_not_hide_duplicate_acks)
@@ -1759,6 +1777,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
+	tcase_add_test(tc, new_ack_is_not_a_duplicate);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
 	tcase_add_test(tc, stray_sack_blocks_do_not_hide_duplicate_acks);
 	tcase_add_test(tc, full_port_queue_holds_data_back);
