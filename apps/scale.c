@@ -82,6 +82,7 @@ struct side {
 struct opts {
 	struct app_mode m;
 	unsigned qps, window, bw_size, bw_iters, rate_iters, link_wait_ms;
+	bool once;   /* --listen: exit once --qps connections came and all went */
 };
 
 static struct side cli, srv;
@@ -625,7 +626,9 @@ static void usage(void)
 		"  --bw-size N      RDMA Write size of the bandwidth phase (default 65536)\n"
 		"  --bw-iters N     Writes in the bandwidth phase (default 20000; 0: skip)\n"
 		"  --rate-iters N   64-octet Sends in the message-rate phase (default 200000; 0: skip)\n"
-		"  --link-wait MS   wait for the port's link (default 10000)\n");
+		"  --link-wait MS   wait for the port's link (default 10000)\n"
+		"  --once           --listen: exit once --qps QPs connected and all disconnected\n"
+		"                   (status 1 if an engine held none of them)\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -638,6 +641,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "bw-iters", required_argument, NULL, 'b' },
 		{ "rate-iters", required_argument, NULL, 'r' },
 		{ "link-wait", required_argument, NULL, 'L' },
+		{ "once", no_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -659,6 +663,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->bw_iters = (unsigned)v; break;
 		case 'r': o->rate_iters = (unsigned)v; break;
 		case 'L': o->link_wait_ms = (unsigned)v; break;
+		case 'o': o->once = true; break;
 		default: usage(); return -1;
 		}
 	}
@@ -716,7 +721,7 @@ int main(int argc, char **argv)
 		side_resources(&srv, listen_id->verbs, o.qps, 1u << 20);
 	}
 	if (o.m.listen_port) {
-		bool told = false;
+		bool told = false, spread = true;
 
 		printf("uiwarp-scale: listening on port %u for up to %u QPs\n", port, o.qps);
 		setvbuf(stdout, NULL, _IOLBF, 0);
@@ -728,13 +733,18 @@ int main(int argc, char **argv)
 			/* Once all are up: how the engines share them (a log for the test). */
 			if (!told && srv.up == o.qps) {
 				told = true;
-				if (!print_engines("the server", stack_a))
+				spread = print_engines("the server", stack_a);
+				if (!spread)
 					fprintf(stderr, "uiwarp-scale: an engine holds no connection\n");
+			}
+			if (o.once && told && srv.up == 0 && srv.down >= o.qps) {
+				printf("uiwarp-scale: served %u QPs\n", o.qps);
+				break;
 			}
 		}
 		if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0)
 			app_print_counters("the server", stack_a);
-		return 0;
+		return o.once && !spread ? 1 : 0;
 	}
 
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(port),

@@ -721,6 +721,37 @@ static bool steer(struct uiw_tcp *t, struct rte_mbuf *m, unsigned ihl)
 	return true;
 }
 
+/*
+ * On a NIC whose RSS the port read back, a connection's segments come in on its owner's
+ * queue, and steer() does not look at them. One that finds no connection on this engine
+ * while the hash read back names another came in where the NIC hashed otherwise (a table
+ * another program changed, a hash over other fields): it goes to that engine, counted
+ * (net.hand_out) and said once per engine, where a RST would end the connection that engine opened.
+ * A SYN alone opens a connection where it came in. @return true if s->m went.
+ */
+static bool rss_stray(struct uiw_tcp *t, struct tcp_seg *s)
+{
+	unsigned owner;
+
+	if (t->port->rss == NULL || t->port_stride <= 1 || t->net->handed ||
+	    t->net->nengines != t->port_stride ||
+	    (s->flags & (UIW_TCP_SYN | UIW_TCP_ACK | UIW_TCP_RST)) == UIW_TCP_SYN)
+		return false;
+	owner = tcp_owner(t, s->daddr, s->dport, s->saddr, s->sport);
+	if (owner == t->port_slot)
+		return false;
+	if (!t->rss_stray_said) {
+		t->rss_stray_said = true;
+		UIW_WARN("port %s: a segment of a connection engine %u owns came in on engine %u's "
+			 "queue: the NIC's RSS hash differs from the key and table read back at start; "
+			 "such segments are handed over (net.hand_out)", t->port->name, owner,
+			 t->port_slot);
+	}
+	uiw_net_hand(t->net, owner, s->m);   /* counted, or dropped and counted */
+	s->m = NULL;
+	return true;
+}
+
 void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 {
 	struct uiw_tcp *t = ctx;
@@ -740,6 +771,8 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		return;
 	}
 	c = uiw_tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
+	if (c == NULL && rss_stray(t, &s))
+		return;
 	if (c == NULL)
 		c = no_conn(t, &s);
 	if (c != NULL) {

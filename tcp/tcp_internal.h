@@ -219,6 +219,7 @@ struct uiw_tcp {
 	uint64_t summed_flag;              /* mbuf dynflag: hash.usr holds the octets' sum and
 					    * their count (uiw_tcp_mark_summed(); 0: none) */
 	bool pool_empty;                   /* an mbuf was not found this pass: no more tries */
+	bool rss_stray_said;               /* rss_stray() (tcp_in.c) has logged its warning */
 	unsigned rx_mbufs;                 /* receive holds of all connections */
 	unsigned rx_mbufs_soft, rx_mbufs_hard;
 	unsigned sq_mbufs;                 /* mbufs held by all send queues */

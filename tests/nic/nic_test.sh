@@ -21,12 +21,16 @@
 #   e1000e-uio    errors (kernel driver bound, no driver, uio without hugepages, hugepages
 #                 not mounted, no such device); siw_verbs, CRC off; rping -c in the guest
 #                 / uiwarp-rping -s on the host (the guest opens), CRC on; ib_send_bw -R
+#   virtio-rss    the virtio NIC with two queue pairs and RSS, the guest's uiwarp with two
+#                 engines: uiwarp-scale serving 64 QPs, then opening 64 (every byte of each
+#                 QP's check compared), both engines holding connections and no segment
+#                 handed between them; ib_write_bw -R -q 4 on the drop-in, CRC on
 # Each boot's capture must pass tests/tools/iwarp_check.py (and ../shared/tools/
 # iwarp-pcap-check when it is there) and hold exactly one Terminate, from the guest: DDP,
-# tagged buffer, invalid STag.
+# tagged buffer, invalid STag (virtio-rss: none).
 #
 # usage: nic_test.sh DROPIN_DIR UIWARP_RPING UIWARP_HOST UIWARP_STAT SIW_VERBS CONNECT_DELAY_SO
-#                    IWARP_CHECK_PY [BOOT...]
+#                    IWARP_CHECK_PY UIWARP_SCALE [BOOT...]
 #   Env: KEEP=1 keeps logs and captures. Root. Never skips: a guest that cannot be built
 #   or booted fails the test.
 set -u
@@ -37,7 +41,8 @@ stat_tool=$(readlink -f "$4")
 siw_verbs=$(readlink -f "$5")
 connect_delay=$(readlink -f "$6")
 checker=$(readlink -f "$7")
-shift 7
+scale_tool=$(readlink -f "$8")
+shift 8
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "FAIL: needs root (QEMU, namespaces)"; exit 1; }
 . "$here/nicvm.sh"
@@ -47,7 +52,7 @@ shared_check=$here/../../../shared/tools/iwarp-pcap-check
 out=$(mktemp -d /tmp/uiw-nic.XXXXXX)
 trap 'nicvm_cleanup; [ "${KEEP:-0}" = 1 ] && echo "logs and captures kept in $out" || rm -rf "$out"' EXIT
 t0=$SECONDS
-NICVM_FILES="$siw_verbs $host_tool $stat_tool"
+NICVM_FILES="$siw_verbs $host_tool $stat_tool $scale_tool"
 nicvm_build "$dropin" >"$out/build.log" 2>&1 || { echo "FAIL: the guest could not be built"; tail -5 "$out/build.log"; exit 1; }
 echo "guest build: $((SECONDS - t0)) s"
 siwvm_net_up "uiwnic$$" || { echo "FAIL: namespace"; exit 1; }
@@ -77,6 +82,11 @@ read_bw() {
 	return $rc
 }
 send_bw() { perf_client ib_send_bw; }
+write_bw_q4() { host env LD_PRELOAD="$connect_delay" timeout 150 stdbuf -oL ib_write_bw -R -q 4 -s 65536 -n 20 "$G"; }
+# 64 QPs each way between the host's uiwarp and the guest's two engines (every byte of a
+# Write, a Send each way and a Read compared on each QP, then Writes and Sends over all).
+scale_client() { host timeout 200 "$scale_tool" --set "$hostcfg; mpa_crc=$CRC" --connect "$G:18516" --qps 64 --bw-iters 40 --rate-iters 500; }
+scale_server() { host timeout 200 "$scale_tool" --set "$hostcfg; mpa_crc=$CRC" --listen 18516 --qps 64 --once; }
 # The link of the guest's virtio NIC goes down for 3 s while 1000 rping iterations run.
 flap_client() {
 	host timeout 300 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC" -c -a "$G" -C 1000 -S 1024 &
@@ -92,7 +102,7 @@ flap_client() {
 
 # check_capture NAME FILE WHO: the capture passes iwarp_check.py (its summary in $chk) and
 # iwarp-pcap-check, and holds exactly one Terminate, from $G (WHO names it): DDP, tagged
-# buffer, invalid STag. Failures are added to $why.
+# buffer, invalid STag; with NO_TERMINATE=1, none. Failures are added to $why.
 check_capture() {
 	local t1
 	chk=$(python3 "$checker" "$2" 2>&1) || why="${why:+$why; }capture: ${chk##*: }"
@@ -101,6 +111,10 @@ check_capture() {
 	fi
 	t1=$(tshark -r "$2" -Y iwarp_rdma.terminate -T fields -e ip.src -e iwarp_rdma.term_layer \
 		-e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_errcode_ddp_tagged 2>/dev/null | tr '\t' ' ')
+	if [ "${NO_TERMINATE:-0}" = 1 ]; then
+		[ -z "$t1" ] || why="${why:+$why; }Terminates in the capture: '$(tr '\n' ';' <<<"$t1")', expected none"
+		return
+	fi
 	[ "$t1" = "$G 0x01 0x01 0x00" ] ||
 		why="${why:+$why; }Terminates in the capture: '$(tr '\n' ';' <<<"$t1")', expected one from $3: DDP, tagged, invalid STag"
 }
@@ -148,6 +162,10 @@ run_boot() {
 		[ -n "$pat" ] || continue
 		grep -q -- "$pat" "$out/$name.guest.log" || why="${why:+$why; }guest log lacks '$pat'"
 	done <<<"${CHECKS:-}"
+	while IFS= read -r pat; do
+		[ -n "$pat" ] || continue
+		! grep -q -- "$pat" "$out/$name.guest.log" || why="${why:+$why; }guest log has '$(grep -m1 -- "$pat" "$out/$name.guest.log")'"
+	done <<<"${NOCHECKS:-}"
 	local perfs
 	perfs=$(grep -c '^perf-rc=0' "$out/$name.guest.log")
 	[ "$perfs" = "${PERFS:-0}" ] || why="${why:+$why; }perftest passed $perfs of ${PERFS:-0} times in the guest"
@@ -163,7 +181,7 @@ run_boot() {
 		fail=1
 	else
 		echo "ok   $name ($((SECONDS - t)) s): ${chk##*: }"
-		grep -E '^UIWVM nic|offloads:|^check |link (down|up)|^ *port.link' "$out/$name.guest.log" |
+		grep -E '^UIWVM nic|offloads:|^check |link (down|up)|^ *port.link|RSS over|^engines of' "$out/$name.guest.log" |
 			sed 's/^/    /'
 		passed=$((passed + 1))
 	fi
@@ -212,6 +230,27 @@ EOF
 )
 	PERFS=1 CHECKS=$'ops-rc=0\nrping-rc=0 pings=100\ncheck kernel ok\ncheck nodriver ok\ncheck uio-nohuge ok\ncheck nohuge ok\ncheck nodev ok\n0000:00:05.0: up' \
 		run_boot e1000e-uio "$g" 0:c:ops_client 1:s:rping_server 1:c:send_bw
+}
+
+# The virtio NIC with two queue pairs and RSS, uiwarp in the guest with two engines (one
+# queue pair each): connections the host opens are spread by the NIC's hash, connections
+# the guest opens take source ports that the NIC's hash brings back to their own engine.
+# Either way no segment may come in on the other engine's queue (no net.hand_out). Then
+# perftest with 4 QPs on the drop-in, whose second engine has a thread of its own.
+b_virtio-rss() {
+	local g
+	g=$(cat <<'EOF'
+nic_bind $VIRTIO vfio-pci || exit 1
+cfg="$(nic_cfg $VIRTIO "engines=2; mpa_crc=1")"
+UIWARP_STATS=1 tool_serve 200 uiwarp-scale --set "$cfg" --listen 18516 --qps 64 --once; echo scale-server-rc=$?
+uiw_await_go; UIWARP_STATS=1 timeout 200 uiwarp-scale --set "$cfg" --connect $PEER_IP:18516 --qps 64 --bw-iters 40 --rate-iters 500; echo scale-client-rc=$?
+UIWARP_CONFIG="$cfg" UIWARP_STATS=1 dropin_serve 150 ib_write_bw -R -q 4 -s 65536 -n 20; echo perf-rc=$?
+EOF
+)
+	NICVM_QUEUES=2 NO_TERMINATE=1 PERFS=1 \
+	CHECKS=$'scale-server-rc=0\nscale-client-rc=0\nRSS over 2 queue pairs\nengines of the server: connections [1-9][0-9]* [1-9]\nengines of A: connections [1-9][0-9]* [1-9]\n64 of 64 QPs passed' \
+	NOCHECKS=$'hand_out  *[1-9]\nhand_drop[a-z_]*  *[1-9]' \
+		run_boot virtio-rss "$g" 1:c:scale_client 1:s:scale_server 1:c:write_bw_q4
 }
 
 # Linux siw in the siw guest (tests/interop/siwvm.sh, at $G) serves; the NIC guest (at
@@ -280,7 +319,7 @@ uiw_await_go; timeout 240 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -
 }
 
 boots=("$@")
-[ ${#boots[@]} -gt 0 ] || boots=(virtio-vfio e1000e-uio virtio-siw)
+[ ${#boots[@]} -gt 0 ] || boots=(virtio-vfio e1000e-uio virtio-siw virtio-rss)
 for b in "${boots[@]}"; do
 	"b_$b"
 done

@@ -8,6 +8,8 @@
 #   0000:00:04.0  virtio-net-pci (modern only, behind the IOMMU; tap with vnet_hdr, so it
 #                 offers checksum and TSO offloads), DPDK's net_virtio
 #   0000:00:05.0  e1000e (82574L), DPDK's net_e1000_em
+# With NICVM_QUEUES=N (N > 1) the virtio NIC has N queue pairs and RSS (QEMU's software
+# RSS, with a multi-queue tap).
 # 256 2 MiB hugepages are reserved at boot and mounted on /dev/hugepages. The guest has
 # vfio-pci (with the IOMMU: IOVA as VA) and uio_pci_generic (IOMMU in passthrough: IOVA as
 # PA), and the NICs' kernel drivers (virtio_net, e1000e), which nothing loads unless a
@@ -28,6 +30,7 @@
 #   nic_cfg ADDR [KEYS]    a UIWARP_CONFIG for the NIC at ADDR with the guest's address
 #   dropin CMD...          CMD on uiwarp's drop-in libraries
 #   dropin_serve SECS CMD  CMD as a server on them (prints "UIWVM listening N")
+#   tool_serve SECS CMD    the same for a uiwarp tool (NICVM_FILES), which says it listens
 #   expect_fail NAME PAT CMD  CMD must fail, printing PAT: "check NAME ok" or "... FAIL"
 #   uiw_serve, uiw_await_go, $GUEST_IP, $PEER_IP as in siwvm.sh
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -115,6 +118,27 @@ dropin_serve() {
 	kill $killer 2>/dev/null
 	return $rc
 }
+# tool_serve SECS CMD...: a uiwarp tool (not the drop-in) as a server, killed after SECS;
+# prints "UIWVM listening N" once the tool says it listens (N counts servers, with
+# dropin_serve's), then waits for it, prints its output and returns its status.
+tool_serve() {
+	local secs=$1 n=0 pid killer rc
+	shift
+	"$@" > /tmp/tool_serve.out 2>&1 &
+	pid=$!
+	( sleep "$secs"; kill $pid 2>/dev/null && echo "tool_serve: $1 killed after $secs s" ) &
+	killer=$!
+	while kill -0 $pid 2>/dev/null && [ $n -lt 300 ] && ! grep -q 'listening on port' /tmp/tool_serve.out; do
+		usleep 100000; n=$((n + 1))
+	done
+	UIW_SERVED=$((UIW_SERVED + 1))
+	echo "UIWVM listening $UIW_SERVED" >&2
+	wait $pid
+	rc=$?
+	kill $killer 2>/dev/null
+	cat /tmp/tool_serve.out
+	return $rc
+}
 # uiw_await_go: as siwvm.sh's, but the serial port is open before "UIWVM awaiting go N" is
 # printed (N counts them), and the host sends "go" only after that line (nicvm_go): a line
 # that comes while nothing has the port open is lost.
@@ -200,7 +224,9 @@ nicvm_boot() {
 	mkdir -p "$d/ovl/uiw"
 	for i in 0 1; do
 		tap=uiwnic$SIWVM_COUNT$i
-		ip -n "$SIWVM_NS" tuntap add dev "$tap" mode tap vnet_hdr || return 1
+		# The virtio NIC's tap has a queue per queue pair the guest may use (NICVM_QUEUES).
+		ip -n "$SIWVM_NS" tuntap add dev "$tap" mode tap vnet_hdr \
+			$([ "$i" = 0 ] && [ "${NICVM_QUEUES:-1}" -gt 1 ] && echo multi_queue) || return 1
 		[ "$i" = 1 ] || [ -z "${NICVM_MTU:-}" ] || ip -n "$SIWVM_NS" link set "$tap" mtu "$NICVM_MTU"
 		ip -n "$SIWVM_NS" link set "$tap" master br0 up
 	done
@@ -220,14 +246,21 @@ nicvm_boot() {
 	cat "$NICVM_INITRD" "$d/ovl.cpio" >"$d/initrd"
 	mkfifo "$d/ctl.in" "$d/ctl.out"
 	: >"$d/console"
-	local mac=52:54:00:77:01
+	local mac=52:54:00:77:01 mq_netdev="" mq_device=""
+	# NICVM_QUEUES > 1: the virtio NIC has that many queue pairs and offers RSS (QEMU's
+	# software RSS: the device hashes each frame and picks its queue by the guest's key and
+	# table, as a NIC does).
+	if [ "${NICVM_QUEUES:-1}" -gt 1 ]; then
+		mq_netdev=",queues=$NICVM_QUEUES"
+		mq_device=",mq=on,rss=on,vectors=$((2 * NICVM_QUEUES + 2))"
+	fi
 	ip netns exec "$SIWVM_NS" timeout -k 5 $((timeout + 90)) qemu-system-x86_64 -accel tcg -M q35 -cpu max \
 		-smp 2 -m "$NICVM_MEM" -nodefaults -no-user-config -display none -no-reboot \
 		-device intel-iommu \
 		-kernel "$NICVM_KERNEL" -initrd "$d/initrd" \
 		-append "console=ttyS0,115200 quiet loglevel=4 panic=1 mitigations=off nokaslr ipv6.disable=1 intel_iommu=on iommu=pt hugepagesz=2M hugepages=$NICVM_HUGEPAGES" \
-		-netdev "tap,id=n0,ifname=uiwnic${SIWVM_COUNT}0,script=no,downscript=no,vnet_hdr=on" \
-		-device "virtio-net-pci,netdev=n0,mac=$mac:04,addr=04.0,disable-legacy=on,iommu_platform=on,ats=on${NICVM_MTU:+,host_mtu=$NICVM_MTU},romfile=" \
+		-netdev "tap,id=n0,ifname=uiwnic${SIWVM_COUNT}0,script=no,downscript=no,vnet_hdr=on$mq_netdev" \
+		-device "virtio-net-pci,netdev=n0,mac=$mac:04,addr=04.0,disable-legacy=on,iommu_platform=on,ats=on${NICVM_MTU:+,host_mtu=$NICVM_MTU}$mq_device,romfile=" \
 		-netdev "tap,id=n1,ifname=uiwnic${SIWVM_COUNT}1,script=no,downscript=no,vnet_hdr=off" \
 		-device "e1000e,netdev=n1,mac=$mac:05,addr=05.0,romfile=" \
 		-serial "file:$d/console" -serial "pipe:$d/ctl" \

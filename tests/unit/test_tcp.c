@@ -795,6 +795,54 @@ START_TEST(engine_opens_by_the_nics_rss)
 }
 END_TEST
 
+/* On a port whose RSS is known, a segment that finds no connection on the engine whose
+ * queue it came in on, while the hash read back names the other engine, is handed there
+ * (the NIC hashed otherwise than its key and table say: a table another program changed).
+ * Answered with a RST, it ended the connection the other engine opened; the SYN-ACKs of
+ * the guest's active opens in the virtio-rss boot did so under a deliberately wrong hash.
+ * A new connection's SYN is still taken where it came in, and a segment this engine owns
+ * with no connection is still answered with a RST. */
+START_TEST(stray_segment_on_an_rss_port_goes_to_its_engine)
+{
+	struct uiw_port_rss *rss = calloc(1, sizeof(*rss) + 128 * sizeof(rss->reta[0]));
+	uint16_t mine = PEER_PORT, theirs = PEER_PORT;
+	struct out o;
+
+	ck_assert_ptr_nonnull(rss);
+	for (unsigned i = 0; i < sizeof(rss->key); i++)
+		rss->key[i] = (uint8_t)(0x6d + 37 * i);
+	rss->reta_size = 128;
+	for (unsigned i = 0; i < 128; i++)
+		rss->reta[i] = (uint16_t)(i % 2);
+	two_engines();
+	fx_port.port.rss = rss;
+	while (uiw_port_rss_queue(rss, IP_PEER, 2000, IP_US, mine) != 0)
+		mine++;
+	while (uiw_port_rss_queue(rss, IP_PEER, 2000, IP_US, theirs) != 1)
+		theirs++;
+	inject(&(struct seg){ .sport = 2000, .dport = theirs, .seq = PEER_ISN, .ack = 77,
+			      .flags = UIW_TCP_SYN | UIW_TCP_ACK });
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	ck_assert_uint_eq(rte_ring_count(other_net.inbox), 1);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_out), 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_drop_no_conn], 0);
+	inject(&(struct seg){ .sport = 2000, .dport = mine, .seq = PEER_ISN, .ack = 77,
+			      .flags = UIW_TCP_ACK });
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_RST);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_out), 1);
+	fake_port_clear(&fx_port);
+	ck_assert_int_eq(uiw_tcp_listen(T, theirs, 8, &ops, NULL), 0);
+	inject(&(struct seg){ .sport = 2000, .dport = theirs, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_SYN | UIW_TCP_ACK);
+	ck_assert_uint_eq(fx_count(UIW_NET_C_hand_out), 1);
+	fx_port.port.rss = NULL;
+	free(rss);
+	uiw_net_fini(&other_net);
+}
+END_TEST
+
 /* Every engine learns from an ARP packet any of them received; only the one that got it
  * answers. */
 START_TEST(arp_shared_with_the_other_engines)
@@ -1758,6 +1806,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, engine_opens_from_its_share_of_ports);
 	tcase_add_test(tc, segment_for_another_engine_is_handed);
 	tcase_add_test(tc, engine_opens_by_the_nics_rss);
+	tcase_add_test(tc, stray_segment_on_an_rss_port_goes_to_its_engine);
 	tcase_add_test(tc, arp_shared_with_the_other_engines);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
