@@ -13,7 +13,7 @@ packages=(
 	# what the tests use (rdma-core's and perftest's programs run on the drop-in libraries)
 	tshark iproute2 iputils-ping ethtool ibverbs-utils rdmacm-utils perftest
 	# more RDMA programs the realapps test runs on the drop-in
-	fio qperf libfabric-bin
+	fio qperf libfabric-bin libfabric-dev
 	# the Linux siw guest of the interop tests (tests/interop/siwvm.sh): QEMU, busybox, and
 	# what builds siw.ko against Debian's kernel headers (the kernel packages themselves
 	# are downloaded by that script, never installed)

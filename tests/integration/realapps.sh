@@ -6,6 +6,9 @@
 # - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
 # - fi_pingpong over libfabric's verbs provider (FI_EP_MSG) and over its RXM utility
 #   provider (FI_EP_RDM), every message checked;
+# - fi_rma (tests/integration/fi_rma.c): fi_write and fi_read of 1 MiB over the verbs
+#   provider's FI_EP_MSG, every octet checked on the side that receives it, then 2,000 of
+#   each with 16 in flight, timed;
 # - rdma_server captures its traffic (key pcap), which tshark's iWARP dissectors must find
 #   clean;
 # - qperf -cm1 rc_bw, rc_lat, rc_rdma_read_bw, rc_rdma_read_lat, rc_rdma_write_bw and
@@ -21,10 +24,11 @@
 # - uiwarp-stat while an rping pair runs: both programs answer, each listing its QP in RTS
 #   over an ESTABLISHED connection with the peer's address; a reader that hangs up at once
 #   does not hurt the program; the sockets are gone after the programs end.
-# usage: realapps.sh DROPIN_DIR (or a library in it) UIWARP_STAT
+# usage: realapps.sh DROPIN_DIR (or a library in it) UIWARP_STAT FI_RMA
 set -u
-lib=${1:?usage: realapps.sh DROPIN_DIR UIWARP_STAT}
-stat_tool=${2:?usage: realapps.sh DROPIN_DIR UIWARP_STAT}
+lib=${1:?usage: realapps.sh DROPIN_DIR UIWARP_STAT FI_RMA}
+stat_tool=${2:?usage: realapps.sh DROPIN_DIR UIWARP_STAT FI_RMA}
+fi_rma=$(readlink -f "${3:?usage: realapps.sh DROPIN_DIR UIWARP_STAT FI_RMA}")
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
 for t in rdma_server rdma_client rdma_xserver rdma_xclient cmtime udaddy ibv_rc_pingpong fio qperf fi_pingpong; do
@@ -204,6 +208,20 @@ if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^1m  *50  *=50 " "$tmp/fi.c"; the
 	echo "ok: fi_pingpong -p verbs -e msg -c, 64 B to 1 MiB checked: $(grep '^1m ' "$tmp/fi.c" | tr -s ' ')"
 else
 	bad "fi_pingpong: rc $rc/$src"; tail -n 5 "$tmp/fi.s" "$tmp/fi.c"
+fi
+
+# libfabric's RMA calls (fi_write, fi_read) over the verbs provider's FI_EP_MSG: 1 MiB
+# each way checked octet by octet, then 2,000 of each with 16 in flight. The provider
+# offers FI_EP_MSG on the addresses of the interfaces FI_VERBS_IFACE names (below), and
+# the server binds its instance's address.
+pair firma 0 env FI_VERBS_IFACE=vs "$fi_rma" -b 10.73.0.1 -s 1048576 -n 2000 -w 16 -- \
+	env FI_VERBS_IFACE=vc "$fi_rma" -s 1048576 -n 2000 -w 16 10.73.0.1
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "Read of 1048576 octets: checked, every octet" "$tmp/firma.c" &&
+	grep -q "Write of 1048576 octets checked, every octet by the server" "$tmp/firma.c" &&
+	grep -q "the client's Write of 1048576 octets: every octet as sent" "$tmp/firma.s"; then
+	echo "ok: fi_rma over verbs FI_EP_MSG, 1 MiB Write and Read checked; $(grep -h 'Gb/s' "$tmp/firma.c" | sed 's/^fi_rma: //' | tr '\n' ';')"
+else
+	bad "fi_rma: rc $rc/$src"; tail -n 5 "$tmp/firma.s" "$tmp/firma.c"
 fi
 
 # The same over libfabric's RXM utility provider (FI_EP_RDM on verbs MSG endpoints). The
