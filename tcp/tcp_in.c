@@ -726,8 +726,9 @@ static bool steer(struct uiw_tcp *t, struct rte_mbuf *m, unsigned ihl)
  * queue, and steer() does not look at them. One that finds no connection on this engine
  * while the hash read back names another came in where the NIC hashed otherwise (a table
  * another program changed, a hash over other fields): it goes to that engine, counted
- * (net.hand_out) and said once per engine, where a RST would end the connection that engine opened.
- * A SYN alone opens a connection where it came in. @return true if s->m went.
+ * (net.hand_out) and said once per engine, where a RST would end the connection that
+ * engine opened. A SYN alone opens a connection where it came in. @return true if s->m
+ * went.
  */
 static bool rss_stray(struct uiw_tcp *t, struct tcp_seg *s)
 {

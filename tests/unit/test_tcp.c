@@ -754,15 +754,10 @@ START_TEST(segment_for_another_engine_is_handed)
 }
 END_TEST
 
-/* On a port whose RSS key and table are known, engine 0 of 2 opens from source ports whose
- * answers the NIC puts on queue 0; and no segment is handed over (its queue is its
- * engine's), whatever the tuple hash of the PMDs without RSS says. */
-START_TEST(engine_opens_by_the_nics_rss)
+/* An RSS key and a table of 128 entries alternating between queues 0 and 1 (free()). */
+static struct uiw_port_rss *test_rss(void)
 {
 	struct uiw_port_rss *rss = calloc(1, sizeof(*rss) + 128 * sizeof(rss->reta[0]));
-	struct uiw_tcp_conn *c;
-	struct out o;
-	uint16_t p = PEER_PORT;
 
 	ck_assert_ptr_nonnull(rss);
 	for (unsigned i = 0; i < sizeof(rss->key); i++)
@@ -770,6 +765,19 @@ START_TEST(engine_opens_by_the_nics_rss)
 	rss->reta_size = 128;
 	for (unsigned i = 0; i < 128; i++)
 		rss->reta[i] = (uint16_t)(i % 2);
+	return rss;
+}
+
+/* On a port whose RSS key and table are known, engine 0 of 2 opens from source ports whose
+ * answers the NIC puts on queue 0; and no segment is handed over (its queue is its
+ * engine's), whatever the tuple hash of the PMDs without RSS says. */
+START_TEST(engine_opens_by_the_nics_rss)
+{
+	struct uiw_port_rss *rss = test_rss();
+	struct uiw_tcp_conn *c;
+	struct out o;
+	uint16_t p = PEER_PORT;
+
 	two_engines();
 	fx_port.port.rss = rss;
 	for (unsigned i = 0; i < 32; i++) {
@@ -804,16 +812,10 @@ END_TEST
  * with no connection is still answered with a RST. */
 START_TEST(stray_segment_on_an_rss_port_goes_to_its_engine)
 {
-	struct uiw_port_rss *rss = calloc(1, sizeof(*rss) + 128 * sizeof(rss->reta[0]));
+	struct uiw_port_rss *rss = test_rss();
 	uint16_t mine = PEER_PORT, theirs = PEER_PORT;
 	struct out o;
 
-	ck_assert_ptr_nonnull(rss);
-	for (unsigned i = 0; i < sizeof(rss->key); i++)
-		rss->key[i] = (uint8_t)(0x6d + 37 * i);
-	rss->reta_size = 128;
-	for (unsigned i = 0; i < 128; i++)
-		rss->reta[i] = (uint16_t)(i % 2);
 	two_engines();
 	fx_port.port.rss = rss;
 	while (uiw_port_rss_queue(rss, IP_PEER, 2000, IP_US, mine) != 0)
