@@ -54,6 +54,8 @@ static size_t size = 1u << 20;
 static unsigned iters = 2000, window = 16;
 static struct fi_context ctx[MAX_WINDOW + 2];
 
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
 static void die(const char *fmt, ...)
 {
 	va_list ap;
