@@ -86,6 +86,7 @@ struct uiw_config {
 	unsigned mpa_pd_max;               /**< largest private data taken from a peer */
 	unsigned rfc7306;                  /**< announce RFC 7306 (immediate data, atomics) in the
 	                                    *   MPA private data; used when the peer does too */
+	unsigned send_imm;                 /**< with rfc7306: announce Send with immediate data */
 	unsigned tso;                      /**< TCP segmentation offload where the port has it */
 	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */
 	unsigned tx_zero_copy;             /**< Sends and Writes go out from registered memory:

@@ -36,7 +36,8 @@ void uiw_mpa_params_from_config(struct uiw_mpa_params *p, const struct uiw_confi
 		.pd_max = (uint16_t)cfg->mpa_pd_max, .timeout_ms = cfg->mpa_reply_timeout_ms,
 		.request_timeout_ms = cfg->mpa_request_timeout_ms,
 		.first_delay_us = cfg->mpa_initiator_delay_us,
-		.ext = cfg->rfc7306 ? UIW_MPA_EXT_RFC7306 : 0,
+		.ext = cfg->rfc7306 ? UIW_MPA_EXT_RFC7306 | (cfg->send_imm ? UIW_MPA_EXT_SEND_IMM : 0)
+				    : 0,
 	};
 }
 

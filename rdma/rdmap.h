@@ -68,6 +68,8 @@ enum uiw_wr_op {
 	UIW_WR_WRITE_IMM,         /**< an RDMA Write, then Immediate Data */
 	UIW_WR_FETCH_ADD,         /**< sg[0]: 8 octets for the original value */
 	UIW_WR_CMP_SWAP,
+	/* uiwarp's own, where both sides announced it (UIW_MPA_EXT_SEND_IMM). */
+	UIW_WR_SEND_IMM,          /**< a Send carrying imm; imm_se for the SE form */
 };
 
 /** Whether @p op waits for a response within the ORD (a Read or an atomic). */
@@ -88,7 +90,7 @@ struct uiw_send_wr {
 	uint32_t sink_stag;       /**< Read: the local region's STag (sg[0] lies in it) */
 	uint64_t sink_to;         /**< Read: the tagged offset of sg[0].addr in that region */
 	bool lkeys;               /**< check each sg[].lkey when the WR starts (verbs) */
-	bool imm_se;              /**< Write with immediate data: Immediate Data with SE */
+	bool imm_se;              /**< Write or Send with immediate data: the SE form */
 	uint32_t imm;             /**< the immediate value, network order as the verbs give it */
 	uint64_t compare_add;     /**< fetch-and-add: the addend; compare-and-swap: the compare */
 	uint64_t swap;            /**< compare-and-swap: the new value */

@@ -314,8 +314,10 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 	if (wr->nsge > UIW_MAX_SGE || (uiw_wr_op_orq(wr->op) && wr->nsge != 1) ||
 	    (uiw_wr_op_orq(wr->op) && wr->op != UIW_WR_READ && wr->sg[0].len != 8))
 		return -EINVAL;
-	/* RFC 7306 only where both ends announced it (docs/MPA.md). */
-	if (wr->op >= UIW_WR_WRITE_IMM && !(qp->ext & UIW_MPA_EXT_RFC7306))
+	/* RFC 7306, and Send with immediate data, only where both ends announced it
+	 * (docs/MPA.md). */
+	if ((wr->op == UIW_WR_SEND_IMM && !(qp->ext & UIW_MPA_EXT_SEND_IMM)) ||
+	    (wr->op >= UIW_WR_WRITE_IMM && wr->op <= UIW_WR_CMP_SWAP && !(qp->ext & UIW_MPA_EXT_RFC7306)))
 		return -EOPNOTSUPP;
 	slot = uiw_sq_next(&qp->sq);
 	if (slot == NULL)

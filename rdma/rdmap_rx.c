@@ -106,6 +106,7 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 		     uint8_t op)
 {
 	bool inv = op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV;
+	bool imm = op == UIW_RDMAP_SEND_IMM || op == UIW_RDMAP_SEND_IMM_SE;
 
 	if (inv) {
 		struct uiw_mr *mr = uiw_stag_find(qp->stags, s->rsvd_ulp);
@@ -120,7 +121,9 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV,
 			     .byte_len = uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND),
 			     .qp_num = qp->qp_num, .with_inv = inv, .inv_stag = inv ? s->rsvd_ulp : 0,
-			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV };
+			     .with_imm = imm, .imm = imm ? uiw_be32_of(s->rsvd_ulp).raw : 0,
+			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV ||
+					  op == UIW_RDMAP_SEND_IMM_SE };
 
 	qp->rx_have_cur = false;
 	qp_count(qp, UIW_RDMAP_C_rx_send);
@@ -412,12 +415,16 @@ static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 		[UIW_RDMAP_IMM] = UIW_DDP_QN_SEND, [UIW_RDMAP_IMM_SE] = UIW_DDP_QN_SEND,
 		[UIW_RDMAP_ATOMIC_REQ] = UIW_DDP_QN_READ_REQ,
 		[UIW_RDMAP_ATOMIC_RESP] = UIW_DDP_QN_ATOMIC_RESP,
+		[UIW_RDMAP_SEND_IMM] = UIW_DDP_QN_SEND, [UIW_RDMAP_SEND_IMM_SE] = UIW_DDP_QN_SEND,
 	};
-	/* RFC 7306's opcodes only on a stream both ends announced it for (docs/MPA.md);
-	 * otherwise they are as unknown as any other (RFC 5040 §4.8). */
-	uint8_t last = (qp->ext & UIW_MPA_EXT_RFC7306) ? UIW_RDMAP_ATOMIC_RESP : UIW_RDMAP_TERMINATE;
+	/* RFC 7306's opcodes, and uiwarp's Send with immediate data, only on a stream both
+	 * ends announced them for (docs/MPA.md); otherwise they are as unknown as any other
+	 * (RFC 5040 §4.8). */
+	bool ext = op >= UIW_RDMAP_IMM && op <= UIW_RDMAP_ATOMIC_RESP;
+	bool send_imm = op == UIW_RDMAP_SEND_IMM || op == UIW_RDMAP_SEND_IMM_SE;
 
-	if (op == UIW_RDMAP_WRITE || op == UIW_RDMAP_READ_RESP || op > last)
+	if (op == UIW_RDMAP_WRITE || op == UIW_RDMAP_READ_RESP || op > UIW_RDMAP_SEND_IMM_SE ||
+	    (ext && !(qp->ext & UIW_MPA_EXT_RFC7306)) || (send_imm && !(qp->ext & UIW_MPA_EXT_SEND_IMM)))
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "unexpected opcode");
 	/* RFC 5041 §7.2: the queue first; its MSN and MO when the message's handler asks. */
 	if (uiw_ddp_untagged_check(&qp->ddp, s, want_qn[op], false) != 0)

@@ -64,6 +64,12 @@ static int tx_sq(struct uiw_qp *qp, struct uiw_sq_entry *e)
 	case UIW_WR_FETCH_ADD:
 	case UIW_WR_CMP_SWAP:
 		return tx_atomic(qp, wr);
+	case UIW_WR_SEND_IMM:
+		/* The value's octets go on the wire as the application gave them (docs/MPA.md). */
+		return uiw_ddp_stream_send_untagged(&qp->ddp, uiw_rdmap_ctrl(wr->imm_se ? UIW_RDMAP_SEND_IMM_SE
+									     : UIW_RDMAP_SEND_IMM),
+						    uiw_be32_get((uiw_be32){ wr->imm }), UIW_DDP_QN_SEND, NULL, 0, wr->sg,
+						    wr->nsge);
 	case UIW_WR_READ: {
 		struct uiw_rdmap_read_req rr;
 

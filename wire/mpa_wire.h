@@ -60,6 +60,7 @@ static_assert(offsetof(struct uiw_mpa_v2, ord) == 2, "ORD at 2");
 #define UIW_MPA_EXT_LEN 8u
 #define UIW_MPA_EXT_MAGIC 0x75495778u        /* "uIWx" */
 #define UIW_MPA_EXT_RFC7306 0x1u             /* Immediate Data and Atomics (RFC 7306) */
+#define UIW_MPA_EXT_SEND_IMM 0x2u            /* Send with immediate data (opcodes 12, 13) */
 
 struct uiw_mpa_ext {
 	uiw_be32 flags;

@@ -41,6 +41,11 @@
 #define UIW_RDMAP_IMM_SE 9
 #define UIW_RDMAP_ATOMIC_REQ 10
 #define UIW_RDMAP_ATOMIC_RESP 11
+/* uiwarp's own, only where both ends announced UIW_MPA_EXT_SEND_IMM (docs/MPA.md): a Send
+ * (with SE) whose every segment carries the 32-bit immediate value in the RsvdULP field,
+ * where a Send with Invalidate carries its STag. Opcodes RFC 7306 leaves reserved. */
+#define UIW_RDMAP_SEND_IMM 12
+#define UIW_RDMAP_SEND_IMM_SE 13
 
 /* RFC 7306 atomic operation codes (the low 4 bits of the request's first word; Wireshark
  * names 0 and 2 FetchAdd and CmpSwap). */

@@ -1153,12 +1153,13 @@ static void print_qp(FILE *f, const struct uiw_qp_v *q)
 		uint16_t lp, rp;
 
 		uiw_tcp_conn_addrs(t, &la, &lp, &ra, &rp);
-		fprintf(f, " %u.%u.%u.%u:%u %s %u.%u.%u.%u:%u tcp %s mpa rev %u%s%s%s%s",
+		fprintf(f, " %u.%u.%u.%u:%u %s %u.%u.%u.%u:%u tcp %s mpa rev %u%s%s%s%s%s",
 			la >> 24, la >> 16 & 255, la >> 8 & 255, la & 255, lp,
 			m->initiator ? "->" : "<-", ra >> 24, ra >> 16 & 255, ra >> 8 & 255, ra & 255,
 			rp, uiw_tcp_state_name(uiw_tcp_state(t)), m->rev, m->crc ? " crc" : "",
 			m->markers_tx || m->markers_rx ? " markers" : "", m->p2p ? " p2p" : "",
-			uiw_qp_ext(c) & UIW_MPA_EXT_RFC7306 ? " rfc7306" : "");
+			uiw_qp_ext(c) & UIW_MPA_EXT_RFC7306 ? " rfc7306" : "",
+			uiw_qp_ext(c) & UIW_MPA_EXT_SEND_IMM ? " send_imm" : "");
 		const struct uiw_tcp_conn_stats *st = uiw_tcp_conn_stats(t);
 
 		fprintf(f, "\n  tcp bytes in %" PRIu64 " out %" PRIu64 " retransmits %" PRIu64
@@ -1329,35 +1330,51 @@ static int fill_inline(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct 
 static void refused_opcode(enum ibv_wr_opcode op)
 {
 	static uint32_t said;   /* a bit per opcode below 32 */
-	const char *what = op == IBV_WR_SEND_WITH_IMM
-			   ? "Send with immediate data (RFC 7306 has Write with immediate data only)"
-			   : "this kind of work request";
+	const char *what = op == IBV_WR_LOCAL_INV ? "local invalidation"
+			   : op == IBV_WR_BIND_MW ? "a memory window" : "this kind of work request";
 
 	if ((unsigned)op < 32 && (__atomic_fetch_or(&said, 1u << op, __ATOMIC_RELAXED) & (1u << op)))
 		return;
 	UIW_ERR("ibv_post_send: opcode %d refused (EINVAL): %s is not provided; iWARP carries "
 		"Send, Send with Invalidate, RDMA Write and RDMA Read, and between uiwarp peers "
-		"RDMA Write with immediate data and atomics", (int)op, what);
+		"RDMA Write and Send with immediate data and atomics", (int)op, what);
 }
 
-/* RFC 7306 work requests on a QP whose peer did not announce it: said once. */
-static int refused_ext(const struct uiw_qp_v *q)
+/* RFC 7306 work requests, or Send with immediate data, on a QP whose peer did not
+ * announce them: said once for each. */
+static int refused_ext(const struct uiw_qp_v *q, bool send_imm)
 {
-	static int said;
+	static int said[2];
 
-	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+	if (__atomic_exchange_n(&said[send_imm], 1, __ATOMIC_RELAXED))
+		return EOPNOTSUPP;
+	if (send_imm)
+		UIW_ERR("ibv_post_send: qp %u: Send with immediate data refused (EOPNOTSUPP): the "
+			"peer did not announce it in its MPA private data (it is not uiwarp, or runs "
+			"with rfc7306=0 or send_imm=0); iWARP has no Send with immediate data",
+			q->qp.qp_num);
+	else
 		UIW_ERR("ibv_post_send: qp %u: immediate data and atomics (RFC 7306) refused "
 			"(EOPNOTSUPP): the peer did not announce them in its MPA private data "
 			"(it is not uiwarp, or runs with rfc7306=0)", q->qp.qp_num);
 	return EOPNOTSUPP;
 }
 
-/* RFC 7306 work requests: Write with immediate data, fetch-and-add, compare-and-swap. */
+/* RFC 7306 work requests (Write with immediate data, fetch-and-add, compare-and-swap) and
+ * uiwarp's Send with immediate data. */
 static int fill_ext(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w,
 		    bool se)
 {
+	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+		if (!(uiw_qp_ext(q->core) & UIW_MPA_EXT_SEND_IMM))
+			return refused_ext(q, true);
+		w->op = UIW_WR_SEND_IMM;
+		w->imm = wr->imm_data;
+		w->imm_se = se;
+		return 0;
+	}
 	if (!(uiw_qp_ext(q->core) & UIW_MPA_EXT_RFC7306))
-		return refused_ext(q);
+		return refused_ext(q, false);
 	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		w->op = UIW_WR_WRITE_IMM;
 		w->imm = wr->imm_data;
@@ -1400,6 +1417,7 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 		w->sink_to = wr->sg_list[0].addr;
 		break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_ATOMIC_CMP_AND_SWP: {
 		int rc = fill_ext(q, wr, w, se != 0);
@@ -1408,7 +1426,7 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 			return rc;
 		break;
 	}
-	default:   /* no Send with immediate data, memory windows or local invalidation */
+	default:   /* no memory windows or local invalidation */
 		refused_opcode(wr->opcode);
 		return EINVAL;
 	}

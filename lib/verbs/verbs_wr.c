@@ -22,6 +22,7 @@
 #define SUPPORTED_OPS                                                                       \
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |    \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                       \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM |                                                        \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
 
 /* One work request of a batch, with room for its SGEs and inline bytes. */
@@ -97,6 +98,14 @@ static struct wr_stage *begin(struct ibv_qp_ex *x, enum ibv_wr_opcode op)
 static void wr_send(struct ibv_qp_ex *x)
 {
 	begin(x, IBV_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *x, __be32 imm_data)
+{
+	struct wr_stage *s = begin(x, IBV_WR_SEND_WITH_IMM);
+
+	if (s != NULL)
+		s->wr.imm_data = imm_data;
 }
 
 static void wr_send_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
@@ -271,6 +280,8 @@ struct ibv_qp *uiw_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	q->qpx.comp_mask = 0;
 	if (attr->send_ops_flags & IBV_QP_EX_WITH_SEND)
 		q->qpx.wr_send = wr_send;
+	if (attr->send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		q->qpx.wr_send_imm = wr_send_imm;
 	if (attr->send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_INV)
 		q->qpx.wr_send_inv = wr_send_inv;
 	if (attr->send_ops_flags & IBV_QP_EX_WITH_RDMA_WRITE)

@@ -156,7 +156,7 @@ struct expect {
 	uint32_t echo;        /* octets after the control word: 0, 2 + DDP header [+ 28] */
 	bool post_recv;       /* a receive of 8 octets is posted first */
 	uint16_t ird;
-	bool ext;             /* both ends announce RFC 7306 */
+	uint32_t ext;         /* what the raw end announces (UIW_MPA_EXT_*; true: RFC 7306) */
 };
 
 static uint32_t tagged(uint8_t *b, uint8_t ctrl, uint8_t rdmap, uint32_t stag, uint64_t to, uint32_t len)
@@ -207,6 +207,7 @@ static uint32_t atomic_req(uint8_t *b, uint8_t op, uint32_t stag, uint64_t to, u
 #define RV(op) (0x40 | (op))
 #define MD (UIW_TERM_HDR_M | UIW_TERM_HDR_D)
 #define MDR (MD | UIW_TERM_HDR_R)
+#define ALL (UIW_MPA_EXT_RFC7306 | UIW_MPA_EXT_SEND_IMM)
 
 /* Case @p i: the crafted ULPDU into @p b, what B must answer into @p e. @return its length. */
 static uint32_t build(int i, uint8_t *b, struct expect *e)
@@ -245,6 +246,16 @@ static uint32_t build(int i, uint8_t *b, struct expect *e)
 		return untagged(b, UNT, RV(11), 0, 3, 1, 0, 12);
 	case 38: *e = (struct expect){ 1, 2, 0x01, MD, 20, true, 16 };  /* QN 3, unannounced */
 		return untagged(b, UNT, RV(3), 0, 3, 1, 0, 4);
+	case 39: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16, ALL }; /* opcode 14 */
+		return untagged(b, UNT, RV(14), 0, 0, 1, 0, 8);
+	case 40: *e = (struct expect){ 1, 2, 0x02, MD, 20, false, 16, ALL }; /* Send imm, no receive */
+		return untagged(b, UNT, RV(13), 0x12345678, 0, 1, 0, 4);
+	case 41: *e = (struct expect){ 1, 2, 0x05, MD, 20, true, 16, ALL }; /* Send imm, 20 into 8 */
+		return untagged(b, UNT, RV(12), 0x12345678, 0, 1, 0, 20);
+	case 42: *e = (struct expect){ 1, 2, 0x01, MD, 20, true, 16, ALL }; /* Send imm on QN 1 */
+		return untagged(b, UNT, RV(12), 0x12345678, 1, 1, 0, 4);
+	case 43: *e = (struct expect){ 0, 2, 0x06, MD, 20, true, 16, UIW_MPA_EXT_SEND_IMM }; /* opcode 8 */
+		return untagged(b, UNT, RV(8), 0, 0, 1, 0, 8);
 	case 5: *e = (struct expect){ 0, 2, 0x06, MD, 16, true, 16 };   /* a tagged Send */
 		return tagged(b, TAG, RV(3), mr->stag, VA, 4);
 	case 6: *e = (struct expect){ 1, 2, 0x01, MD, 20, true, 16 };   /* Send on QN 1 */
@@ -294,7 +305,7 @@ static uint32_t build(int i, uint8_t *b, struct expect *e)
 	}
 }
 
-#define NCASES 39
+#define NCASES 44
 
 static bool got_term(void *arg)
 {
@@ -309,7 +320,7 @@ START_TEST(crafted_segment_terminated)
 	uint32_t n = build(_i, seg, &e);
 	struct uiw_mpa_iov iov = { seg, n };
 
-	raw_ext = e.ext ? UIW_MPA_EXT_RFC7306 : 0;
+	raw_ext = e.ext;
 	connect_raw(e.ird);
 	if (e.post_recv) {
 		struct uiw_recv_wr r = { .wr_id = 1, .sg = { { mem + 100, 8 } }, .nsge = 1 };

@@ -293,9 +293,9 @@ START_TEST(errors_as_the_man_pages_say)
 	struct ibv_send_wr *bad = NULL;
 
 	connect_pair();
-	/* No immediate data on iWARP: EINVAL, bad_wr points at it. */
+	/* No local invalidation work requests: EINVAL, bad_wr points at it. */
 	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey };
-	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_LOCAL_INV };
 
 	ck_assert_int_eq(ibv_post_send(cli.id->qp, &w, &bad), EINVAL);
 	ck_assert_ptr_eq(bad, &w);

@@ -249,7 +249,8 @@ static void one_send(uint32_t n, uint32_t off, enum ibv_wr_opcode op, bool se, u
 	struct ibv_sge ss[2] = { { (uintptr_t)src, n / 3, cli.mr->lkey },
 				 { (uintptr_t)src + n / 3, n - n / 3, cli.mr->lkey } };
 	struct ibv_send_wr sw = { .wr_id = tag, .sg_list = ss, .num_sge = 2, .opcode = op,
-				  .send_flags = IBV_SEND_SIGNALED | (se ? IBV_SEND_SOLICITED : 0) };
+				  .send_flags = IBV_SEND_SIGNALED | (se ? IBV_SEND_SOLICITED : 0),
+				  .imm_data = htobe32(0xa11c0000u + tag) };
 	char what[96];
 
 	snprintf(what, sizeof(what), "send op %d se %d size %u", op, se, n);
@@ -281,6 +282,12 @@ static void one_send(uint32_t n, uint32_t off, enum ibv_wr_opcode op, bool se, u
 		ck_assert_int_eq(ibv_dereg_mr(inv), 0);
 	} else {
 		ck_assert(!(rc.wc_flags & IBV_WC_WITH_INV));
+	}
+	if (op == IBV_WR_SEND_WITH_IMM) {
+		ck_assert(rc.wc_flags & IBV_WC_WITH_IMM);
+		ck_assert_uint_eq(be32toh(rc.imm_data), 0xa11c0000u + tag);
+	} else {
+		ck_assert(!(rc.wc_flags & IBV_WC_WITH_IMM));
 	}
 }
 
@@ -529,7 +536,7 @@ START_TEST(solicited_only_notification)
 
 	start(&policies[0], "solicited");
 	connect_pair();
-	for (int k = 0; k < 4; k++) {
+	for (int k = 0; k < 6; k++) {
 		struct ibv_sge rs = { (uintptr_t)srv.buf + DST + k * 64, 64, srv.mr->lkey };
 		struct ibv_recv_wr rw = { .wr_id = 10 + k, .sg_list = &rs, .num_sge = 1 };
 
@@ -564,6 +571,23 @@ START_TEST(solicited_only_notification)
 	ck_assert_uint_eq(wc.wr_id, 12);
 	ck_assert(wc.wc_flags & IBV_WC_WITH_INV);
 	ibv_dereg_mr(m);
+	/* Send with immediate data (between uiwarp peers): without SE no event, with SE one. */
+	w.opcode = IBV_WR_SEND_WITH_IMM;
+	w.send_flags = 0;
+	w.imm_data = htobe32(77);
+	ck_assert_int_eq(ibv_req_notify_cq(srv.cq, 1), 0);
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	wc = poll_one(srv.cq);
+	ck_assert_uint_eq(wc.wr_id, 13);
+	ck_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+	ck_assert(!readable(srv.cc->fd));
+	w.send_flags = IBV_SEND_SOLICITED;
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	ck_assert_int_eq(ibv_get_cq_event(srv.cc, &ev_cq, &ev_ctx), 0);
+	ibv_ack_cq_events(ev_cq, 1);
+	wc = poll_one(srv.cq);
+	ck_assert_uint_eq(wc.wr_id, 14);
+	ck_assert_uint_eq(be32toh(wc.imm_data), 77);
 	/* Armed for any completion: a plain Send fires. */
 	ck_assert_int_eq(ibv_req_notify_cq(srv.cq, 0), 0);
 	w.opcode = IBV_WR_SEND;
@@ -571,7 +595,7 @@ START_TEST(solicited_only_notification)
 	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
 	ck_assert_int_eq(ibv_get_cq_event(srv.cc, &ev_cq, &ev_ctx), 0);
 	ibv_ack_cq_events(ev_cq, 1);
-	ck_assert_uint_eq(poll_one(srv.cq).wr_id, 13);
+	ck_assert_uint_eq(poll_one(srv.cq).wr_id, 15);
 }
 END_TEST
 
@@ -1001,13 +1025,13 @@ START_TEST(extended_send_api_batches)
 	ck_assert_int_eq(ibv_poll_cq(cli.cq, 1, &none), 0);
 	ck_assert_int_eq(ibv_poll_cq(srv.cq, 1, &none), 0);
 
-	/* Operations not provided (Send with immediate data): the QP is refused. */
+	/* Operations not provided (local invalidation): the QP is refused. */
 	struct ibv_qp_init_attr_ex atomic = { .send_cq = cli.cq, .recv_cq = cli.cq, .qp_type = IBV_QPT_RC,
 					      .cap = { .max_send_wr = 4, .max_recv_wr = 4,
 						       .max_send_sge = 1, .max_recv_sge = 1 },
 					      .pd = cli.pd,
 					      .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-					      .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM };
+					      .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV };
 
 	errno = 0;
 	ck_assert_ptr_null(ibv_create_qp_ex(cli.id->verbs, &atomic));
@@ -1077,23 +1101,60 @@ static uint64_t one_atomic(enum ibv_wr_opcode op, uint64_t *word, uint32_t rkey,
 	return *res;
 }
 
+/* An inline Send with immediate data, posted through ibv_wr_send_imm(): value and octets
+ * arrive, and the sender's buffer may change right after the post. */
+static void wr_send_imm_inline(uint32_t tag)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(cli.id->qp);
+	char msg[] = "inline, with immediate data";
+	struct ibv_sge rs = { (uintptr_t)srv.buf + DST, 64, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 4000 + tag, .sg_list = &rs, .num_sge = 1 };
+
+	ck_assert_ptr_nonnull(x);
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	ibv_wr_start(x);
+	x->wr_id = tag;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	ibv_wr_send_imm(x, htobe32(0xfeed0000u + tag));
+	ibv_wr_set_inline_data(x, msg, sizeof(msg));
+	ck_assert_int_eq(ibv_wr_complete(x), 0);
+	memset(msg, 'x', sizeof(msg) - 1);
+	struct ibv_wc sc = poll_one(cli.cq), rc = poll_one(srv.cq);
+
+	ck_assert_int_eq(sc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(sc.opcode, IBV_WC_SEND);
+	ck_assert_int_eq(rc.status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(rc.opcode, IBV_WC_RECV);
+	ck_assert_uint_eq(rc.wr_id, 4000 + tag);
+	ck_assert(rc.wc_flags & IBV_WC_WITH_IMM);
+	ck_assert_uint_eq(be32toh(rc.imm_data), 0xfeed0000u + tag);
+	ck_assert_uint_eq(rc.byte_len, sizeof(msg));
+	ck_assert_str_eq((const char *)srv.buf + DST, "inline, with immediate data");
+}
+
 /* RFC 7306 between two uiwarp ends (both announce it by default): Writes with immediate
- * data of every size class, fetch-and-add and compare-and-swap (a match and a miss), and a
- * Read between them, under each MPA policy of the matrix. */
+ * data of every size class, uiwarp's Sends with immediate data of the same sizes (through
+ * ibv_post_send and ibv_wr_send_imm, inline too), fetch-and-add and compare-and-swap (a
+ * match and a miss), and a Read between them, under each MPA policy of the matrix. */
 START_TEST(rfc7306_between_uiwarp_peers)
 {
 	struct ibv_device_attr da;
 
+	cli_send_ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	start(&policies[_i], "rfc7306");
 	connect_pair();
 	ck_assert_int_eq(ibv_query_device(cli.id->verbs, &da), 0);
 	ck_assert_int_eq(da.atomic_cap, IBV_ATOMIC_HCA);
-	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(cli.id->qp)), UIW_MPA_EXT_RFC7306);
+	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(cli.id->qp)),
+			  UIW_MPA_EXT_RFC7306 | UIW_MPA_EXT_SEND_IMM);
 
 	uint32_t m = mulpdu(), sizes[] = { 0, 1, 8, m - 14, m - 13, 3 * m + 5, 65536 };
 
-	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		one_write_imm(sizes[k], k, (k & 1) != 0);
+		one_send(sizes[k], k, IBV_WR_SEND_WITH_IMM, (k & 1) != 0, 100 + k);
+	}
+	wr_send_imm_inline(1);
 
 	uint8_t *words = srv.buf + 5 * BIG;
 	struct ibv_mr *amr = ibv_reg_mr(srv.pd, words, 4096, IBV_ACCESS_LOCAL_WRITE |
@@ -1142,12 +1203,42 @@ START_TEST(rfc7306_refused_toward_a_peer_without_it)
 	struct ibv_wc none;
 
 	ck_assert_int_eq(post1(cli.id->qp, &wi), EOPNOTSUPP);
+	wi.opcode = IBV_WR_SEND_WITH_IMM;
+	ck_assert_int_eq(post1(cli.id->qp, &wi), EOPNOTSUPP);
+	ck_assert_int_eq(post1(srv.id->qp, &wi), EOPNOTSUPP);
 	ck_assert_int_eq(post1(cli.id->qp, &wa), EOPNOTSUPP);
 	wa.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	ck_assert_int_eq(post1(srv.id->qp, &wa), EOPNOTSUPP);
 	ck_assert_int_eq(ibv_poll_cq(cli.cq, 1, &none), 0);
 	one_write(4096, 0, 7);
 	one_read(4096, 0, 9);
+}
+END_TEST
+
+/* A uiwarp peer with RFC 7306 but send_imm=0 (as a uiwarp that predates Send with
+ * immediate data announces): Writes with immediate data run, Sends with it are refused at
+ * post with EOPNOTSUPP and nothing goes out. */
+START_TEST(send_imm_refused_toward_a_peer_without_it)
+{
+	base_config(&policies[0]);
+	pair_setup_cfg(&cfg);
+	pair_a.st.cfg.send_imm = 0;
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
+	connect_pair();
+	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(cli.id->qp)), UIW_MPA_EXT_RFC7306);
+	ck_assert_uint_eq(uiw_qp_ext(uiw_verbs_qp_core(srv.id->qp)), UIW_MPA_EXT_RFC7306);
+
+	struct ibv_sge s = { (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				 .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_wc none;
+
+	ck_assert_int_eq(post1(cli.id->qp, &w), EOPNOTSUPP);
+	ck_assert_int_eq(post1(srv.id->qp, &w), EOPNOTSUPP);
+	ck_assert_int_eq(ibv_poll_cq(cli.cq, 1, &none), 0);
+	one_write_imm(100, 2, false);
+	one_send(100, 0, IBV_WR_SEND, false, 3);
 }
 END_TEST
 
@@ -1170,6 +1261,7 @@ int main(void)
 	tcase_add_test(tc, extended_send_api_batches);
 	tcase_add_loop_test(tc, rfc7306_between_uiwarp_peers, 0, sizeof(policies) / sizeof(policies[0]));
 	tcase_add_test(tc, rfc7306_refused_toward_a_peer_without_it);
+	tcase_add_test(tc, send_imm_refused_toward_a_peer_without_it);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
