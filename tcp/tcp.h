@@ -61,6 +61,7 @@
 	X(fast_retransmits, "loss recoveries entered on duplicate ACKs or SACK")             \
 	X(rto_expiries, "retransmission timeouts")                                           \
 	X(persist_probes, "zero-window probes sent")                                         \
+	X(window_updates, "window updates sent: the layer above let go of what held the window shut") \
 	X(close_window_shut, "closed connections reset: the peer kept its window shut through every probe") \
 	X(tail_loss_probes, "tail loss probes sent (RFC 8985 §7)")                            \
 	X(tx_segs, "segments sent")                                                          \

@@ -98,6 +98,9 @@ struct tcp_ooo {
  * in 512-octet segments (MPA joins smaller ones).
  */
 #define TCP_RX_SHARE 160
+/* Window probes sent for a record the window is too short for (nothing in flight) before
+ * the record goes split: a receiver whose window never opens to one still gets it. */
+#define TCP_RECORD_PROBES 6
 
 /*
  * The send side likewise: a connection may always queue TCP_TX_SHARE mbufs, more only
@@ -127,6 +130,10 @@ struct uiw_tcp_conn {
 	uint8_t backoff;                   /* RTO doublings */
 	uint8_t dupacks;
 	uint8_t nscore;
+	/* The window is short of the record at SND.NXT with nothing in flight: the persist
+	 * timer asks for the window (record_probes times at most) before the record is split. */
+	bool record_short;
+	uint8_t record_probes;
 	uint16_t flags;
 	uint16_t mss;                      /* payload per segment we send (options excluded) */
 	uint16_t peer_mss;

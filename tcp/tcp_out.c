@@ -234,6 +234,8 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 /*
  * The length of the record that starts at @p seq (up to the next record start), at most
  * @p max; 0 when @p seq is not a record start (plain stream data, or a record already cut).
+ * A record queued behind nothing carries no mark: on a connection of records, an mbuf that
+ * begins at SND.UNA is taken for one.
  */
 static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max)
 {
@@ -241,7 +243,8 @@ static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t m
 	uint32_t mseq, n;
 	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
 
-	if (m == NULL || seq != mseq || !(m->ol_flags & record))
+	if (m == NULL || seq != mseq ||
+	    (!(m->ol_flags & record) && !(c->records && seq == c->snd_una)))
 		return 0;
 	n = m->data_len;
 	for (m = m->next; m != NULL && n < max && !(m->ol_flags & record); m = m->next)
@@ -351,9 +354,27 @@ uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c)
 
 void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 {
+	uint32_t before = c->ulp_bytes;
+
 	c->tcp->rx_mbufs = c->tcp->rx_mbufs - c->ulp_mbufs + mbufs;
 	c->ulp_mbufs = mbufs;
 	c->ulp_bytes = bytes;
+	/* The layer above let go of much while the window we gave was nearly shut (it held a
+	 * record back, uiw_mpa_rx_wait): say so now, or the peer learns it only from its
+	 * persist timer's next probe. RFC 9293 §3.8.6.2.2: an update once the window can grow
+	 * by min(half the buffer, one MSS). */
+	if (bytes < before && c->state == UIW_TCP_ESTABLISHED) {
+		uint32_t mss = tcp_our_mss(c->tcp), adv = c->rcv_adv - c->rcv_nxt;
+		uint32_t step = c->tcp->rcv_buf / 2 < mss ? c->tcp->rcv_buf / 2 : mss;
+
+		if (seq_lt(c->rcv_adv, c->rcv_nxt))
+			adv = 0;
+		if (adv < mss && uiw_tcp_rcv_window(c) >= adv + step) {
+			tcp_count(c->tcp, UIW_TCP_C_window_updates);
+			c->flags |= TF_ACK_NOW;
+			uiw_tcp_mark_pending(c);
+		}
+	}
 }
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
@@ -694,10 +715,21 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 		}
 		/* RFC 5044 §8: an MPA-aware sender keeps each FPDU in one segment. When the
 		 * window cuts a record short and an ACK is still to come, wait for it rather
-		 * than split the record (with nothing in flight, split: waiting could stall). */
-		if (segsz == 0 && len < c->mss && c->snd_nxt != c->snd_una &&
-		    sndq_record_len(c, c->snd_nxt, c->mss) > len) {
+		 * than split the record. With nothing in flight no ACK comes by itself: the
+		 * persist timer asks for the window with a probe that carries no data (a
+		 * receiver that let go of what it held also says so itself); only after
+		 * TCP_RECORD_PROBES of them is the record split, so that a window that never
+		 * opens to a whole record cannot stall the connection. */
+		if (segsz == 0 && len < c->mss && sndq_record_len(c, c->snd_nxt, c->mss) > len &&
+		    (c->snd_nxt != c->snd_una || c->record_probes < TCP_RECORD_PROBES)) {
 			tcp_count(c->tcp, UIW_TCP_C_tx_record_wait);
+			if (c->snd_nxt == c->snd_una) {
+				c->record_short = true;
+				if (c->t_persist == 0) {
+					c->t_persist = c->tcp->now + (uint64_t)c->rto_us * 1000ull;
+					uiw_tcp_timer_arm(c);
+				}
+			}
 			break;
 		}
 		n = send_segment_ts(c, c->snd_nxt, len, (c->snd_nxt + len == end) ? UIW_TCP_PSH : 0,
@@ -712,6 +744,8 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 		c->snd_nxt += (uint32_t)n;
 		pipe += (uint32_t)n;
 		sent = true;
+		c->record_short = false;
+		c->record_probes = 0;
 	}
 	return sent;
 }

@@ -221,15 +221,24 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 		c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
 }
 
-/* A zero window: one byte beyond it, so that the reopening ACK cannot be lost for good. */
+/*
+ * A zero window: a probe the peer must answer with an ACK carrying its window, so that the
+ * reopening ACK cannot be lost for good. The probe carries no data: a segment whose
+ * sequence number is one below SND.UNA is not acceptable (RFC 9293 §3.10.7.4), and the
+ * answer to that is an ACK (Linux probes so). An octet of the queue would split the
+ * FPDU at its head across two segments (RFC 5044 §8 keeps each FPDU in one).
+ */
 static void persist_expired(struct uiw_tcp_conn *c)
 {
 	struct uiw_tcp *t = c->tcp;
 	uint32_t end = c->snd_una + c->sq.bytes;
 
 	c->t_persist = 0;
-	if (c->snd_wnd != 0 || !seq_lt(c->snd_una, end) || c->snd_nxt != c->snd_una)
+	if ((c->snd_wnd != 0 && !c->record_short) || !seq_lt(c->snd_una, end) ||
+	    c->snd_nxt != c->snd_una)
 		return;
+	if (c->record_short && c->snd_wnd != 0 && c->record_probes < UINT8_MAX)
+		c->record_probes++;   /* the window is open, but short of the record */
 	/* RFC 9293 §3.8.6.1 keeps an open connection probing a shut window for as long as the
 	 * peer answers. One the application has closed waits TCP_ORPHAN_PROBES at most (as
 	 * Linux's tcp_orphan_retries): else a peer that never reads would hold it, and its
@@ -242,8 +251,7 @@ static void persist_expired(struct uiw_tcp_conn *c)
 		return;
 	}
 	tcp_count(t, UIW_TCP_C_persist_probes);
-	if (uiw_tcp_send_segment(c, c->snd_una, 1, UIW_TCP_ACK) == 1)
-		c->snd_max = seq_max(c->snd_max, c->snd_una + 1);
+	uiw_tcp_send_segment(c, c->snd_una - 1, 0, UIW_TCP_ACK);
 	backoff(c);
 	c->t_persist = t->now + (uint64_t)c->rto_us * 1000ull;
 }

@@ -1144,6 +1144,57 @@ START_TEST(records_never_share_a_segment)
 }
 END_TEST
 
+/* RFC 5044 §8: a window open but short of the record, nothing in flight (a receiver that
+ * holds data back): the record is not split at once. After an RTO a probe without data asks
+ * for the window; an answer that opens it lets the record go whole (_i 0). A receiver whose
+ * window stays short through TCP_RECORD_PROBES probes gets it split, so nothing stalls
+ * (_i 1). */
+START_TEST(short_window_waits_for_the_whole_record)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	uint32_t una = syn.seq + 1;
+	char r[300];
+
+	memset(r, 'r', sizeof(r));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win = 100 });
+	fake_port_clear(&fx_port);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(r, sizeof(r)), UIW_TCP_SEND_RECORD), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 0);
+	for (unsigned p = 0; p < (_i ? TCP_RECORD_PROBES : 1u); p++) {
+		fake_port_clear(&fx_port);
+		for (unsigned k = 0; fx_port.nsent == 0; k++) {
+			ck_assert_msg(k < 2000, "no probe");
+			advance(10 * MS);
+		}
+		sent(0, &o);   /* the probe: no data */
+		ck_assert_uint_eq(o.seq, una - 1);
+		ck_assert_uint_eq(o.len, 0);
+		fake_port_clear(&fx_port);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK,
+				      .win = _i ? 100 : 65535 });
+		uiw_port_flush(&fx_port.port);
+		if (!_i)
+			break;
+		if (p + 1 < TCP_RECORD_PROBES)
+			ck_assert_uint_eq(fx_port.nsent, 0);   /* still short: another probe */
+	}
+	if (!_i) {
+		ck_assert_uint_eq(fx_port.nsent, 1);
+		sent(0, &o);
+		ck_assert_uint_eq(o.seq, una);
+		ck_assert_uint_eq(o.len, 300);   /* whole */
+	} else {
+		ck_assert_uint_eq(fx_port.nsent, 1);
+		sent(0, &o);
+		ck_assert_uint_eq(o.seq, una);
+		ck_assert_uint_eq(o.len, 100);   /* split, as the window allows */
+	}
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_persist_probes], _i ? TCP_RECORD_PROBES : 1);
+}
+END_TEST
+
 /* RFC 5044 §8.1.2: an FPDU is never split. A record as long as the MSS allows would not
  * fit beside SACK blocks: it goes whole without them, and a pure ACK carries the blocks
  * right after. */
@@ -1654,15 +1705,36 @@ START_TEST(zero_window_probed_then_reopened)
 	advance(250 * MS);   /* persist timer: one RTO (the minimum, 200 ms: the handshake was timed) */
 	ck_assert_uint_eq(fx_port.nsent, 1);
 	sent(0, &o);
-	ck_assert_uint_eq(o.seq, una);
-	ck_assert_uint_eq(o.len, 1);
+	ck_assert_uint_eq(o.seq, una - 1);   /* no data: an old octet's number, as Linux */
+	ck_assert_uint_eq(o.len, 0);
+	ck_assert(o.flags & UIW_TCP_ACK);
 	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_persist_probes], 1);
-	/* The window opens (the probe byte accepted): the rest goes out. */
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	/* The peer's answer opens the window: all 300 octets go out in one segment. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win = 65535 });
 	ck_assert_uint_eq(fx_port.nsent, 2);
 	sent(1, &o);
-	ck_assert_uint_eq(o.seq, una + 1);
-	ck_assert_uint_eq(o.len, 299);
+	ck_assert_uint_eq(o.seq, una);
+	ck_assert_uint_eq(o.len, 300);
+}
+END_TEST
+
+/* The other side of that probe: a segment without data one below RCV.NXT is answered at
+ * once with an ACK of RCV.NXT and our window (a Linux sender probes so), and taken for
+ * nothing else. */
+START_TEST(zero_window_probe_answered)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN, .ack = syn.seq + 1, .flags = UIW_TCP_ACK });
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.flags, UIW_TCP_ACK);
+	ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+	ck_assert_uint_eq(o.len, 0);
+	ck_assert_uint_gt(o.win, 0);
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_ESTABLISHED);
 }
 END_TEST
 
@@ -1827,6 +1899,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
+	tcase_add_loop_test(tc, short_window_waits_for_the_whole_record, 0, 2);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, new_ack_is_not_a_duplicate);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
@@ -1837,6 +1910,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_loop_test(tc, exit_closes_then_resets_what_is_still_owed, 0, 2);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
+	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
 	tcase_add_test(tc, bad_checksum_dropped);
