@@ -53,6 +53,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->mpa_pd_max = 256;
 	cfg->rfc7306 = 1;
 	cfg->send_imm = 1;
+	cfg->recv_wait_ms = 1000;
 	cfg->mpa_reply_timeout_ms = 10000;
 	cfg->mpa_request_timeout_ms = 5000;
 	cfg->mpa_initiator_delay_us = 10000;
@@ -180,6 +181,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("mpa_pd_max", mpa_pd_max, 0, 512),
 	UINT_KEY("rfc7306", rfc7306, 0, 1),
 	UINT_KEY("send_imm", send_imm, 0, 1),
+	UINT_KEY("recv_wait_ms", recv_wait_ms, 0, 600000),
 	UINT_KEY("tx_zero_copy", tx_zero_copy, 0, 2),
 	UINT_KEY("tso", tso, 0, 1),
 	UINT_KEY("lro", lro, 0, 1),

@@ -87,6 +87,8 @@ struct uiw_config {
 	unsigned rfc7306;                  /**< announce RFC 7306 (immediate data, atomics) in the
 	                                    *   MPA private data; used when the peer does too */
 	unsigned send_imm;                 /**< with rfc7306: announce Send with immediate data */
+	unsigned recv_wait_ms;             /**< verbs QPs: a Send finding no receive waits this
+	                                    *   long for one (0: Terminated at once) */
 	unsigned tso;                      /**< TCP segmentation offload where the port has it */
 	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */
 	unsigned tx_zero_copy;             /**< Sends and Writes go out from registered memory:

@@ -254,6 +254,18 @@ void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why
 /** Closes after what was sent (FIN). closed follows. */
 void uiw_mpa_close(struct uiw_mpa_conn *c);
 
+/**
+ * The ULPDU the data path just returned UIW_MPA_ULPDU_WAIT for, and everything behind it,
+ * stay in the receive queue (counted in TCP's window) and are handed on again at @p at,
+ * or sooner after uiw_mpa_rx_kick(). Call it from that ulpdu callback.
+ */
+void uiw_mpa_rx_wait(struct uiw_mpa_conn *c, uint64_t at);
+/** What waits is handed on again in the next uiw_mpa_run() (nothing when none waits). */
+void uiw_mpa_rx_kick(struct uiw_mpa_conn *c);
+/** Whether the data path may still wait: the connection is in full operation. A FIN from
+ *  the peer behind what waits goes up (ops->closed follows) only after it was taken. */
+bool uiw_mpa_rx_may_wait(const struct uiw_mpa_conn *c);
+
 /** Resets at once; closed follows from within this call. */
 void uiw_mpa_abort(struct uiw_mpa_conn *c, const char *why);
 

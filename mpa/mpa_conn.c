@@ -599,18 +599,26 @@ static int on_ulpdu(void *arg, const struct uiw_mpa_ulpdu *u)
 	}
 	if (c->swallow_read_resp && uiw_mpa_read_resp_take(c, u))
 		return 0;
-	if (c->ulp != NULL ? c->ulp->ulpdu(c->ulp_arg, c, u) != 0
-	    : c->ops != NULL && c->ops->ulpdu != NULL && c->ops->ulpdu(c->user, c, u) != 0)
+	int rc = c->ulp != NULL ? c->ulp->ulpdu(c->ulp_arg, c, u)
+		 : c->ops != NULL && c->ops->ulpdu != NULL ? c->ops->ulpdu(c->user, c, u) : 0;
+
+	if (rc == UIW_MPA_ULPDU_WAIT && c->state == MPA_S_FULL) {
+		c->m->c[UIW_MPA_C_fpdu_rx]--;   /* counted when it is handed on again */
+		return rc;
+	}
+	if (rc != 0)
 		return 1;
 	return c->state == MPA_S_FULL ? 0 : 1;
 }
 
 static void deframe(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 {
-	enum uiw_mpa_rx r = uiw_mpa_deframer_push(&c->rx, m, on_ulpdu, c);
+	enum uiw_mpa_rx r = c->rx.waiting && m == NULL ? uiw_mpa_deframer_resume(&c->rx, on_ulpdu, c)
+			    : uiw_mpa_deframer_push(&c->rx, m, on_ulpdu, c);
 
 	switch (r) {
 	case UIW_MPA_RX_OK:
+	case UIW_MPA_RX_WAIT:   /* held; counted in TCP's window below */
 		return;
 	case UIW_MPA_RX_STOPPED:
 		/* The owner stopped the stream (a Terminate, a close): the FPDU it stopped at
@@ -633,12 +641,46 @@ static void deframe(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	}
 }
 
-/* What an unfinished FPDU holds counts in TCP's window and receive budget. */
+/* What an unfinished FPDU holds counts in TCP's window and receive budget; so does what
+ * waits for the data path (uiw_mpa_rx_wait). */
 static void rx_fpdus(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 {
 	deframe(c, m);
 	if (c->tcp != NULL)
 		uiw_tcp_ulp_held(c->tcp, c->rx.avail, c->rx.nheld);
+}
+
+void uiw_mpa_rx_wait(struct uiw_mpa_conn *c, uint64_t at)
+{
+	c->rx_resume_at = mpa_due(c, at > 0 ? at : 1);
+}
+
+bool uiw_mpa_rx_may_wait(const struct uiw_mpa_conn *c)
+{
+	return c->state == MPA_S_FULL;
+}
+
+void uiw_mpa_rx_kick(struct uiw_mpa_conn *c)
+{
+	if (c->rx_resume_at != 0)
+		c->rx_resume_at = mpa_due(c, 1);
+}
+
+static void peer_closed(struct uiw_mpa_conn *c);
+
+/* The data path may take what waited for it (uiw_mpa_rx_wait): hand it on again. */
+static void rx_resume(struct uiw_mpa_conn *c)
+{
+	c->rx_resume_at = 0;
+	if (!c->rx.waiting || c->state != MPA_S_FULL)
+		return;
+	c->in_call++;
+	rx_fpdus(c, NULL);
+	if (c->peer_fin_pending && !c->rx.waiting && c->state == MPA_S_FULL) {
+		c->peer_fin_pending = false;
+		peer_closed(c);
+	}
+	leave(c);
 }
 
 static void t_recv(void *user, struct uiw_tcp_conn *tc, struct rte_mbuf *m)
@@ -698,11 +740,8 @@ static void t_sent(void *user, struct uiw_tcp_conn *tc, uint32_t bytes)
 		c->ops->writable(c->user, c);
 }
 
-static void t_peer_closed(void *user, struct uiw_tcp_conn *tc)
+static void peer_closed(struct uiw_mpa_conn *c)
 {
-	struct uiw_mpa_conn *c = user;
-
-	(void)tc;
 	if (c->state != MPA_S_FULL && c->state != MPA_S_CLOSING && c->err == 0) {
 		mpa_count(c->m, UIW_MPA_C_peer_gone);
 		uiw_mpa_set_reason(c, -ECONNRESET, "peer closed during MPA negotiation");
@@ -710,6 +749,20 @@ static void t_peer_closed(void *user, struct uiw_tcp_conn *tc)
 		uiw_mpa_set_reason(c, 0, "peer closed");
 	}
 	uiw_mpa_close(c);
+}
+
+static void t_peer_closed(void *user, struct uiw_tcp_conn *tc)
+{
+	struct uiw_mpa_conn *c = user;
+
+	(void)tc;
+	/* FPDUs before the FIN wait for the data path (uiw_mpa_rx_wait): the close goes up
+	 * once they are taken, in the stream's order, or when the wait ends in an error. */
+	if (c->state == MPA_S_FULL && c->rx.waiting) {
+		c->peer_fin_pending = true;
+		return;
+	}
+	peer_closed(c);
 }
 
 static void t_closed(void *user, struct uiw_tcp_conn *tc, int err)
@@ -891,6 +944,13 @@ void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 			release_held(c);
 		if (c->release_at != 0 && c->release_at < due)
 			due = c->release_at;
+		if (c->rx_resume_at != 0) {   /* in full operation: no deadline then */
+			if (now >= c->rx_resume_at)
+				rx_resume(c);   /* may free c: next was taken above */
+			else if (c->rx_resume_at < due)
+				due = c->rx_resume_at;
+			continue;
+		}
 		if (c->deadline == 0 || now < c->deadline) {
 			if (c->deadline != 0 && c->deadline < due)
 				due = c->deadline;

@@ -212,6 +212,15 @@ static bool build_view(struct uiw_mpa_deframer *d, uint32_t ulen, struct uiw_mpa
 	return true;
 }
 
+/* The callback asked to wait: the FPDU stays held, unconsumed, and is handed on again (and
+ * its CRC checked again) when resumed. */
+static enum uiw_mpa_rx held_back(struct uiw_mpa_deframer *d)
+{
+	d->fpdus--;
+	d->waiting = true;
+	return UIW_MPA_RX_WAIT;
+}
+
 /* one_fpdu() for the common case: no Markers and the whole FPDU, @p wire octets from @p p,
  * inside the first held segment. One CRC call over the bytes where they lie, a view of
  * one piece. */
@@ -231,7 +240,11 @@ static enum uiw_mpa_rx one_fpdu_flat(struct uiw_mpa_deframer *d, const uint8_t *
 	u.pieces = d->pieces;
 	u.npieces = ulen > 0;
 	d->fpdus++;
-	if (fn(arg, &u) != 0)
+	int rc = fn(arg, &u);
+
+	if (rc == UIW_MPA_ULPDU_WAIT)
+		return held_back(d);
+	if (rc != 0)
 		return UIW_MPA_RX_STOPPED;
 	consume(d, wire);
 	d->pos += wire;
@@ -280,7 +293,14 @@ static enum uiw_mpa_rx one_fpdu(struct uiw_mpa_deframer *d, uiw_mpa_ulpdu_fn fn,
 	if (!build_view(d, ulen, &u))
 		return UIW_MPA_RX_NOMEM;
 	d->fpdus++;
-	if (fn(arg, &u) != 0)
+	int rc = fn(arg, &u);
+
+	if (rc == UIW_MPA_ULPDU_WAIT) {
+		free(d->scratch);
+		d->scratch = NULL;
+		return held_back(d);
+	}
+	if (rc != 0)
 		return UIW_MPA_RX_STOPPED;   /* d may be gone: its scratch went with it */
 	free(d->scratch);
 	d->scratch = NULL;
@@ -339,11 +359,13 @@ enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbu
 		}
 		m = next;
 	}
+	if (d->waiting)
+		return UIW_MPA_RX_WAIT;
 	for (;;) {
 		bool done;
 		enum uiw_mpa_rx r = one_fpdu(d, fn, arg, &done);
 
-		if (r == UIW_MPA_RX_STOPPED)
+		if (r == UIW_MPA_RX_STOPPED || r == UIW_MPA_RX_WAIT)
 			return r;
 		if (r != UIW_MPA_RX_OK) {
 			d->error = r;
@@ -353,4 +375,11 @@ enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbu
 		if (!done)
 			return UIW_MPA_RX_OK;
 	}
+}
+
+enum uiw_mpa_rx uiw_mpa_deframer_resume(struct uiw_mpa_deframer *d, uiw_mpa_ulpdu_fn fn,
+					void *arg)
+{
+	d->waiting = false;
+	return uiw_mpa_deframer_push(d, NULL, fn, arg);
 }

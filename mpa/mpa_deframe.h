@@ -36,13 +36,19 @@ size_t uiw_mpa_ulpdu_copy(const struct uiw_mpa_ulpdu *u, size_t off, void *dst, 
 enum uiw_mpa_rx {
 	UIW_MPA_RX_OK = 0,    /**< everything complete was handed on; the rest is held */
 	UIW_MPA_RX_STOPPED,   /**< the callback asked to stop: the deframer is not touched */
+	UIW_MPA_RX_WAIT,      /**< the callback asked to wait: that FPDU and all behind it are
+	                       *   held, not handed on, until uiw_mpa_deframer_resume() */
 	UIW_MPA_RX_CRC,       /**< CRC mismatch (Terminate LLP/MPA 0x02) */
 	UIW_MPA_RX_MARKER,    /**< Marker does not point to the FPDU (LLP/MPA 0x03) */
 	UIW_MPA_RX_NOMEM,     /**< no memory to join a ULPDU spread over many mbufs */
 };
 
-/** Called for each ULPDU; return nonzero to stop (the deframer may then be gone). */
+/** Called for each ULPDU; return nonzero to stop (the deframer may then be gone), or
+ *  UIW_MPA_ULPDU_WAIT to have it handed again, with all behind it, when resumed (nothing of
+ *  it may have been used). */
 typedef int (*uiw_mpa_ulpdu_fn)(void *arg, const struct uiw_mpa_ulpdu *u);
+
+#define UIW_MPA_ULPDU_WAIT 2
 
 struct uiw_mpa_deframer {
 	struct rte_mbuf *head, *tail;   /* held segments, linked through next */
@@ -57,6 +63,7 @@ struct uiw_mpa_deframer {
 	uint64_t fpdus, joined;
 	uint64_t coalesced;             /* octets of small segments copied into the held tail */
 	unsigned nheld;                 /* mbufs held */
+	bool waiting;                   /* the callback asked to wait (UIW_MPA_RX_WAIT) */
 };
 
 void uiw_mpa_deframer_init(struct uiw_mpa_deframer *d, bool markers, bool crc);
@@ -70,6 +77,11 @@ void uiw_mpa_deframer_fini(struct uiw_mpa_deframer *d);
  */
 enum uiw_mpa_rx uiw_mpa_deframer_push(struct uiw_mpa_deframer *d, struct rte_mbuf *m,
 				      uiw_mpa_ulpdu_fn fn, void *arg);
+
+/** Hands on what is held again after UIW_MPA_RX_WAIT, the FPDU that waited first.
+ *  @return as uiw_mpa_deframer_push(). */
+enum uiw_mpa_rx uiw_mpa_deframer_resume(struct uiw_mpa_deframer *d, uiw_mpa_ulpdu_fn fn,
+					void *arg);
 
 /** Takes nothing more: after a callback stopped the stream for good (its owner is still
  *  alive and says so by calling this). Frees what is held. */

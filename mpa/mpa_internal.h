@@ -60,6 +60,8 @@ struct uiw_mpa_conn {
 	struct mpa_listener *listener;  /* responder, until the Request is answered */
 	uint64_t release_at;            /* initiator: held FPDUs go at this time (0 = none) */
 	bool release_retry;             /* held FPDUs TCP had no room for: each ACK tries them */
+	uint64_t rx_resume_at;          /* the data path waits (uiw_mpa_rx_wait): resume then */
+	bool peer_fin_pending;          /* the peer's FIN came behind what waits: it goes up after */
 	unsigned in_call;               /* depth of MPA code on the stack for this conn */
 	bool finish_pending;
 	int err;

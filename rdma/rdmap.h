@@ -45,7 +45,9 @@
 	X(tx_bad_lkey, "work requests failed: an SGE outside its lkey's region (or no access)") \
 	X(tx_read_no_ord, "Reads failed: the peer's IRD (our ORD) is 0")                   \
 	X(read_src_gone, "Read Responses cut short: the source deregistered or invalidated") \
-	X(cq_overflow, "completions lost to a full CQ (the QP then went to error)")
+	X(cq_overflow, "completions lost to a full CQ (the QP then went to error)")          \
+	X(rx_wait, "Sends that found no receive posted and waited for one (recv_wait_ms)")  \
+	X(rx_wait_expired, "of those, Terminated: no receive was posted in time")
 
 #define UIW_RDMAP_C_(name, help) UIW_RDMAP_C_##name,
 enum uiw_rdmap_counter { UIW_RDMAP_COUNTERS(UIW_RDMAP_C_) UIW_RDMAP_C__COUNT };
@@ -199,6 +201,14 @@ void uiw_qp_destroy(struct uiw_qp *qp);
 /** The QP lets go of its connection without touching it, for an owner above that closes
  *  the connection itself and keeps hearing its events (rdma_cm's id). */
 void uiw_qp_detach(struct uiw_qp *qp);
+
+/**
+ * A Send (or Immediate Data) that finds no receive posted waits up to @p ms for one, held
+ * in TCP's receive queue with everything behind it (the window closes as it fills), as
+ * InfiniBand's RNR retry lets a sender run ahead of the receives. 0, the default, answers
+ * it at once with the Terminate of RFC 5041 §7.2 (no buffer), as does the end of the wait.
+ */
+void uiw_qp_set_recv_wait(struct uiw_qp *qp, unsigned ms);
 
 /**
  * The MPA callbacks of a connection that carries a QP (pass them, with the QP as user, to

@@ -55,6 +55,8 @@ struct uiw_qp {
 	bool rx_have_cur;
 	uint8_t rx_cur_op;                 /* the RDMAP opcode of the Send under way */
 	uint32_t ext;                      /* RFC 7306 announced by both ends (UIW_MPA_EXT_*) */
+	uint64_t recv_wait_ns;             /* a Send finding no receive waits this long (0: no) */
+	uint64_t rx_wait_until;            /* one waits until then (0: none waits) */
 	uint32_t rx_write_acc;             /* octets of the Write message under way */
 	uint32_t rx_write_last;            /* octets of the last whole Write (for Immediate Data) */
 	uint32_t atomic_id;                /* the next Atomic Request's identifier */
@@ -100,6 +102,7 @@ void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *w
 void uiw_qp_complete_sq(struct uiw_qp *qp);
 void uiw_qp_error(struct uiw_qp *qp, const char *why);
 bool uiw_qp_take_recv(struct uiw_qp *qp);
+int uiw_qp_recv_wait(struct uiw_qp *qp);
 
 /* rdmap_tx.c */
 void uiw_qp_pump(struct uiw_qp *qp);

@@ -7,6 +7,7 @@
 
 #include "rdmap_internal.h"
 #include "uiw_log.h"
+#include "uiw_time.h"
 
 #define RDMAP_C_DESC_(name, help) [UIW_RDMAP_C_##name] = { #name, help },
 const struct uiw_counter_desc uiw_rdmap_counter_desc[UIW_RDMAP_C__COUNT] = {
@@ -389,6 +390,7 @@ bool uiw_qp_take_recv(struct uiw_qp *qp)
 		qp->rx_cur = qp->rq[uiw_ring_pop(&qp->rq_ring)];
 	}
 	qp->rx_have_cur = true;
+	qp->rx_wait_until = 0;
 	return true;
 }
 
@@ -400,7 +402,46 @@ int uiw_qp_post_recv(struct uiw_qp *qp, const struct uiw_recv_wr *wr)
 		return -ENOMEM;
 	qp->rq[uiw_ring_push(&qp->rq_ring)] = *wr;
 	flushing(qp);
+	if (qp->rx_wait_until != 0 && qp->ddp.conn != NULL)
+		uiw_mpa_rx_kick(qp->ddp.conn);   /* a Send waits for it: taken next pass */
 	return 0;
+}
+
+void uiw_qp_set_recv_wait(struct uiw_qp *qp, unsigned ms)
+{
+	qp->recv_wait_ns = (uint64_t)ms * 1000000u;
+}
+
+/* How often a QP on a shared receive queue looks again while a Send waits: a post to the
+ * SRQ names no QP to wake. */
+#define SRQ_WAIT_POLL_NS 50000u
+
+/*
+ * The Send at hand found no receive: wait for one while recv_wait_ns allows (the whole
+ * message and everything behind it stay in TCP's receive queue; nothing of it was used).
+ * @return UIW_MPA_ULPDU_WAIT to hand it back, 0 when the QP must answer it now (RFC 5041
+ * §7.2: no buffer).
+ */
+int uiw_qp_recv_wait(struct uiw_qp *qp)
+{
+	uint64_t now;
+
+	if (qp->recv_wait_ns == 0 || qp->ddp.conn == NULL || qp->state != UIW_QPS_RTS)
+		return 0;
+	if (!uiw_mpa_rx_may_wait(qp->ddp.conn))
+		return 0;
+	now = uiw_now_ns();
+	if (qp->rx_wait_until == 0) {
+		qp->rx_wait_until = now + qp->recv_wait_ns;
+		qp_count(qp, UIW_RDMAP_C_rx_wait);
+	} else if (now >= qp->rx_wait_until) {
+		qp->rx_wait_until = 0;
+		qp_count(qp, UIW_RDMAP_C_rx_wait_expired);
+		return 0;
+	}
+	uiw_mpa_rx_wait(qp->ddp.conn, qp->srq != NULL && now + SRQ_WAIT_POLL_NS < qp->rx_wait_until
+				      ? now + SRQ_WAIT_POLL_NS : qp->rx_wait_until);
+	return UIW_MPA_ULPDU_WAIT;
 }
 
 void uiw_qp_detach(struct uiw_qp *qp)

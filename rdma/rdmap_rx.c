@@ -146,8 +146,13 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 	if (qp->rx_have_cur && op != qp->rx_cur_op)
 		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false,
 			    "opcode changed inside a Send");
-	if (!qp->rx_have_cur && uiw_ring_empty(qp->srq != NULL ? &qp->srq->ring : &qp->rq_ring))
-		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s, "Send with no receive posted");
+	if (!qp->rx_have_cur && uiw_ring_empty(qp->srq != NULL ? &qp->srq->ring : &qp->rq_ring)) {
+		int w = uiw_qp_recv_wait(qp);
+
+		return w != 0 ? w : ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
+					     qp->recv_wait_ns > 0 ? "Send with no receive posted "
+					     "(none came within recv_wait_ms)" : "Send with no receive posted");
+	}
 	if ((op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) && s->mo == 0) {
 		/* Checked before the first octet is placed; done when the message is whole. */
 		const struct uiw_mr *mr = uiw_stag_find(qp->stags, s->rsvd_ulp);
@@ -162,9 +167,12 @@ static int rx_send(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struc
 	if (!qp->rx_have_cur) {
 		/* The first segment claims the receive; a shared queue's last one may have gone
 		 * to a QP of another engine since the check above. */
-		if (!uiw_qp_take_recv(qp))
-			return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
-					"Send with no receive posted");
+		if (!uiw_qp_take_recv(qp)) {
+			int w = uiw_qp_recv_wait(qp);
+
+			return w != 0 ? w : ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
+						     "Send with no receive posted");
+		}
 		qp->rx_cur_op = op;
 	}
 	const struct uiw_recv_wr *r = &qp->rx_cur;
@@ -265,9 +273,12 @@ static int rx_imm(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const struct
 
 	if (rc != 0)
 		return rc;
-	if (!uiw_qp_take_recv(qp))
-		return ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
-				"Immediate Data with no receive posted");
+	if (!uiw_qp_take_recv(qp)) {
+		int w = uiw_qp_recv_wait(qp);
+
+		return w != 0 ? w : ddp_term(qp, UIW_DDP_ET_UNTAGGED, UIW_DDP_UNT_NO_BUFFER, u, s,
+					     "Immediate Data with no receive posted");
+	}
 	uiw_mpa_ulpdu_copy(u, s->hdr_len, &imm, sizeof(imm));
 	uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND);
 	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV_RDMA_WITH_IMM,

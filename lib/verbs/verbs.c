@@ -1064,6 +1064,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 	q->dev = d;
+	uiw_qp_set_recv_wait(q->core, d->stack->cfg.recv_wait_ms);
 	q->sq = uiw_qp_sq(q->core);
 	q->sig_all = attr->sq_sig_all != 0;
 	q->qp = (struct ibv_qp){ .context = pd->context, .qp_context = attr->qp_context, .pd = pd,

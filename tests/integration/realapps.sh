@@ -3,7 +3,8 @@
 # - rdma_server/rdma_client and rdma_xserver/rdma_xclient (rdmacm-utils): synchronous ids,
 #   rdma_create_ep, rdma_get_request and the rdma_verbs.h helpers, each side exiting 0;
 # - cmtime: 100 connections bound to a source address (rdma_getaddrinfo's hints);
-# - fio's rdma engine, RDMA Write and RDMA Read, err= 0 on both sides;
+# - fio's rdma engine, RDMA Write, RDMA Read and Send, err= 0 on both sides (Send: its
+#   sender runs ahead of the receives, which wait for them: recv_wait_ms);
 # - fi_pingpong over libfabric's verbs provider (FI_EP_MSG) and over its RXM utility
 #   provider (FI_EP_RDM), every message checked;
 # - fi_rma (tests/integration/fi_rma.c): fi_write and fi_read of 1 MiB over the verbs
@@ -161,7 +162,7 @@ else
 	bad "cmtime: rc $rc"; tail -n 8 "$tmp/cmtime.c"
 fi
 
-for verb in write read; do
+for verb in write read send; do
 	pair "fio_$verb" 0 fio --thread --name=srv --ioengine=rdma --port=18610 --rw=read --bs=4k --size=16m -- \
 		fio --thread --name=cli --ioengine=rdma --hostname=10.73.0.1 --port=18610 --rw=write --bs=4k \
 		--size=16m --verb="$verb"

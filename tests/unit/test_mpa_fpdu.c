@@ -426,6 +426,82 @@ START_TEST(deframer_stop_and_partial_hold)
 }
 END_TEST
 
+/* Every third ULPDU offered is sent back (UIW_MPA_ULPDU_WAIT), as a QP with no receive
+ * posted does; nothing of it is taken. */
+struct wait_sink {
+	struct sink k;
+	unsigned calls, waits;
+};
+
+static int wait_sink_fn(void *arg, const struct uiw_mpa_ulpdu *u)
+{
+	struct wait_sink *w = arg;
+
+	if (w->calls++ % 3 == 2) {
+		w->waits++;
+		return UIW_MPA_ULPDU_WAIT;
+	}
+	return sink_fn(&w->k, u);
+}
+
+/* A callback that waits: that ULPDU and everything behind it are held (more segments
+ * arriving meanwhile are held too, nothing handed on), and come again in order, each
+ * exactly once, with Markers and CRC checked, when resumed: at once or after more
+ * segments, at any cut of the stream. */
+START_TEST(deframer_wait_and_resume)
+{
+	bool markers = _i & 1, crc = _i & 2;
+	struct stream *s = &stream_buf;
+	static struct wait_sink w;
+	uint32_t seed = 7 + (uint32_t)_i;
+
+	make_stream(s, markers, crc, 60, 1500);
+	for (int round = 0; round < 30; round++) {
+		struct uiw_mpa_deframer d;
+
+		memset(&w, 0, sizeof(w));
+		uiw_mpa_deframer_init(&d, markers, crc);
+		for (uint32_t off = 0; off < s->len;) {
+			seed = seed * 1103515245u + 12345u;
+			uint32_t n = 1 + (seed >> 8) % 1500;
+
+			n = n > s->len - off ? s->len - off : n;
+			enum uiw_mpa_rx r = uiw_mpa_deframer_push(&d, frame_copy(s->bytes + off, n),
+								  wait_sink_fn, &w);
+
+			off += n;
+			ck_assert(r == UIW_MPA_RX_OK || r == UIW_MPA_RX_WAIT);
+			if (r == UIW_MPA_RX_WAIT && d.waiting && (seed >> 4) % 2 == 0) {
+				/* Still waiting: a push hands nothing on. */
+				if (off < s->len) {
+					seed = seed * 1103515245u + 12345u;
+					n = 1 + (seed >> 8) % 200;
+					n = n > s->len - off ? s->len - off : n;
+					unsigned before = w.k.n;
+
+					ck_assert_int_eq(uiw_mpa_deframer_push(&d, frame_copy(s->bytes + off, n),
+									       wait_sink_fn, &w),
+							 UIW_MPA_RX_WAIT);
+					ck_assert_uint_eq(w.k.n, before);
+					off += n;
+				}
+			}
+			while (d.waiting)
+				r = uiw_mpa_deframer_resume(&d, wait_sink_fn, &w);
+			ck_assert_int_eq(r, UIW_MPA_RX_OK);
+		}
+		ck_assert_uint_gt(w.waits, 10);
+		ck_assert_uint_eq(w.k.n, s->n);
+		ck_assert_uint_eq(w.k.len, s->data_len);
+		ck_assert_mem_eq(w.k.got, s->data, s->data_len);
+		ck_assert_uint_eq(d.avail, 0);
+		ck_assert_uint_eq(d.fpdus, s->n);   /* each counted once */
+		ck_assert_ptr_null(d.scratch);
+		uiw_mpa_deframer_fini(&d);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mpa_fpdu");
@@ -443,6 +519,7 @@ int main(void)
 	tcase_add_test(tc, deframer_crc_error_stops_stream);
 	tcase_add_test(tc, deframer_marker_mismatch);
 	tcase_add_test(tc, deframer_stop_and_partial_hold);
+	tcase_add_loop_test(tc, deframer_wait_and_resume, 0, 4);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -25,6 +25,7 @@
 #include "check_common.h"
 #include "pair_fixture.h"
 #include "rdmap.h"
+#include "tcp.h"
 #include "uiw_time.h"
 #include "uiw_verbs.h"
 #include "verbs_fixture.h"
@@ -662,9 +663,64 @@ END_TEST
 
 /* A Send with no receive posted: the server Terminates (DDP untagged buffer error, no
  * buffer: RFC 5041 §7.2 code 0x02), both QPs report a fatal error, both connections end. */
+static bool elapsed(void *arg)
+{
+	return uiw_now_ns() >= *(const uint64_t *)arg;
+}
+
+/*
+ * Sends that wait for receives, then the sender's disconnect: the FIN is behind them in
+ * the stream, so the server hears DISCONNECTED only after it has taken them (TCP's order),
+ * not before with its receives flushed. fio's Send test ends this way.
+ */
+START_TEST(disconnect_behind_waiting_sends)
+{
+	struct ibv_wc none;
+
+	start(&policies[0], "sendwait-fin");
+	connect_pair();
+	fill(cli.buf + SRC, 3 * 1000, 5);
+	reset_guard(srv.buf + DST, 3 * 1000);
+	for (unsigned k = 0; k < 3; k++) {
+		struct ibv_sge s = { (uintptr_t)cli.buf + SRC + k * 1000, 1000, cli.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = k, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED };
+
+		ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	}
+	for (unsigned k = 0; k < 3; k++)   /* in TCP's hands and acknowledged: complete */
+		ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
+	uint64_t until = uiw_now_ns() + 100 * UIW_NS_PER_MS;
+
+	while (uiw_now_ns() < until)
+		ck_assert_int_eq(ibv_poll_cq(srv.cq, 0, &none), 0);
+	ck_assert(!readable(srv.ch->fd));   /* no DISCONNECTED yet */
+	ck_assert_int_eq(uiw_qp_state(uiw_verbs_qp_core(srv.id->qp)), UIW_QPS_RTS);
+	for (unsigned k = 0; k < 3; k++) {
+		struct ibv_sge rs = { (uintptr_t)srv.buf + DST + k * 1000, 1000, srv.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 10 + k, .sg_list = &rs, .num_sge = 1 };
+
+		ck_assert_int_eq(recv1(&srv, &rw), 0);
+	}
+	for (unsigned k = 0; k < 3; k++) {
+		struct ibv_wc rc = poll_one(srv.cq);
+
+		ck_assert_msg(rc.status == IBV_WC_SUCCESS, "receive %u: %s", k, ibv_wc_status_str(rc.status));
+		ck_assert_uint_eq(rc.wr_id, 10 + k);
+	}
+	check_placed(srv.buf + DST, cli.buf + SRC, 3 * 1000, "Sends before the FIN");
+	rdma_ack_cm_event(verbs_expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED));
+}
+END_TEST
+
+/* A Send into an empty receive queue: Terminated at once with recv_wait_ms=0 (RFC 5041
+ * §7.2), and after the wait when no receive comes within it (_i 1). */
 START_TEST(empty_receive_queue_terminated)
 {
-	start(&policies[0], "emptyrq");
+	start(&policies[0], _i == 0 ? "emptyrq" : "emptyrq-wait");
+	pair_b.st.cfg.recv_wait_ms = _i == 0 ? 0 : 30;   /* read as the server's QP is made */
 	connect_pair();
 	struct ibv_sge s = { (uintptr_t)cli.buf, 10, cli.mr->lkey };
 	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
@@ -680,14 +736,90 @@ START_TEST(empty_receive_queue_terminated)
 	ck_assert_uint_eq(t->etype, 2);
 	ck_assert_uint_eq(t->code, 0x02);
 	ck_assert_uint_eq(uiw_qp_term_rx(uiw_verbs_qp_core(cli.id->qp))->code, 0x02);
+	const uint64_t *c = uiw_qp_counters(uiw_verbs_qp_core(srv.id->qp));
+
+	ck_assert_uint_eq(c[UIW_RDMAP_C_rx_wait], _i == 0 ? 0 : 1);
+	ck_assert_uint_eq(c[UIW_RDMAP_C_rx_wait_expired], _i == 0 ? 0 : 1);
 	both_disconnected_then_flush();
 }
 END_TEST
 
-static bool elapsed(void *arg)
+/*
+ * A sender that runs ahead of the receives (fio's Send test, programs written for
+ * InfiniBand's RNR retry): with recv_wait_ms (1000 by default) the Sends wait in TCP's
+ * receive queue until receives are posted, and arrive whole and in order with what follows
+ * them. Here 1 MiB of Sends, and an RDMA Write between them, against a 64 KiB TCP buffer,
+ * under each MPA policy of the matrix (Markers, CRC off, 5% loss):
+ * the window shuts while they wait, nothing is placed, no error is raised; then the
+ * receives are posted and every octet arrives.
+ */
+START_TEST(send_waits_for_a_receive)
 {
-	return uiw_now_ns() >= *(const uint64_t *)arg;
+	enum { N = 8, SZ = 128 * 1024 };
+	struct ibv_wc none;
+
+	char name[64];
+
+	base_config(&policies[_i]);
+	cfg.tcp_rcv_buf = 64 * 1024;
+	pair_setup_cfg(&cfg);
+	snprintf(name, sizeof(name), "sendwait-%s", policies[_i].name);
+	pair_capture(name);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
+	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
+	connect_pair();
+	fill(cli.buf + SRC, N * SZ + 4096, 77);
+	reset_guard(srv.buf + DST, N * SZ);
+	reset_guard(srv.buf + DST2, 4096);
+	for (unsigned k = 0; k < N; k++) {
+		struct ibv_sge s = { (uintptr_t)cli.buf + SRC + k * SZ, SZ, cli.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = k, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED };
+
+		ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+		if (k == 1) {   /* a Write behind the first two Sends */
+			struct ibv_sge ws = { (uintptr_t)cli.buf + SRC + N * SZ, 4096, cli.mr->lkey };
+			struct ibv_send_wr ww = { .wr_id = 100, .sg_list = &ws, .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { (uintptr_t)srv.buf + DST2, srv.mr->rkey } };
+
+			ck_assert_int_eq(post1(cli.id->qp, &ww), 0);
+		}
+	}
+	uint64_t until = uiw_now_ns() + 200 * UIW_NS_PER_MS;
+
+	while (uiw_now_ns() < until)   /* progress passes (the doorbells too), taking nothing */
+		ck_assert_int_eq(ibv_poll_cq(srv.cq, 0, &none), 0);
+	ck_assert_int_eq(ibv_poll_cq(srv.cq, 1, &none), 0);
+	ck_assert_int_eq(uiw_qp_state(uiw_verbs_qp_core(srv.id->qp)), UIW_QPS_RTS);
+	ck_assert_int_eq(uiw_qp_state(uiw_verbs_qp_core(cli.id->qp)), UIW_QPS_RTS);
+	ck_assert_uint_eq(srv.buf[DST2], GUARD);   /* the Write waits behind the first Send */
+	ck_assert_uint_eq(srv.buf[DST], GUARD);
+	for (unsigned k = 0; k < N; k++) {
+		struct ibv_sge rs = { (uintptr_t)srv.buf + DST + k * SZ, SZ, srv.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 1000 + k, .sg_list = &rs, .num_sge = 1 };
+
+		ck_assert_int_eq(recv1(&srv, &rw), 0);
+	}
+	for (unsigned k = 0; k < N; k++) {
+		struct ibv_wc rc = poll_one(srv.cq);
+
+		ck_assert_msg(rc.status == IBV_WC_SUCCESS, "receive %u: %s", k, ibv_wc_status_str(rc.status));
+		ck_assert_uint_eq(rc.wr_id, 1000 + k);
+		ck_assert_uint_eq(rc.byte_len, SZ);
+	}
+	for (unsigned k = 0; k < N + 1; k++)
+		ck_assert_int_eq(poll_one(cli.cq).status, IBV_WC_SUCCESS);
+	check_placed(srv.buf + DST, cli.buf + SRC, N * SZ, "Sends that waited");
+	check_placed(srv.buf + DST2, cli.buf + SRC + N * SZ, 4096, "the Write behind them");
+	const uint64_t *c = uiw_qp_counters(uiw_verbs_qp_core(srv.id->qp));
+
+	ck_assert_uint_ge(c[UIW_RDMAP_C_rx_wait], 1);
+	ck_assert_uint_eq(c[UIW_RDMAP_C_rx_wait_expired], 0);
+	/* The window shut while they waited, and the receiver said at once when it opened. */
+	ck_assert_uint_ge(uiw_tcp_counters(pair_b.st.tcp)[UIW_TCP_C_window_updates], 1);
 }
+END_TEST
 
 /* A connection outlives the MPA timers: idle for four times the Reply timeout after it is
  * up, it still carries a Send both ways (the initiator's connect timer once cut every
@@ -1253,7 +1385,9 @@ int main(void)
 	tcase_add_test(tc, write_after_send_with_invalidate_terminated);
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, shared_receive_queue_several_sges);
-	tcase_add_test(tc, empty_receive_queue_terminated);
+	tcase_add_loop_test(tc, empty_receive_queue_terminated, 0, 2);
+	tcase_add_loop_test(tc, send_waits_for_a_receive, 0, sizeof(policies) / sizeof(policies[0]));
+	tcase_add_test(tc, disconnect_behind_waiting_sends);
 	tcase_add_test(tc, idle_connection_outlives_the_mpa_timers);
 	tcase_add_test(tc, destroyed_id_closes_after_its_data);
 	tcase_add_test(tc, channel_destroyed_before_a_closing_id);
