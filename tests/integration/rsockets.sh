@@ -6,6 +6,9 @@
 #   become rsockets. Each side runs in a network namespace of its own with no interface up,
 #   so a socket that fell back to the kernel's TCP could reach nothing;
 # - a Python socket program on librspreload.so, its data hashed at both ends both ways;
+# - netcat-openbsd's nc as a client on librspreload.so, 3 MB from a file hashed by the
+#   server (nc -l cannot serve: it accepts with accept4(), which rdma-core 44's
+#   librspreload.so does not intercept);
 # - a peer that is no rsocket (rping's connection request has no rsocket connection data)
 #   is rejected with a log line, and the same listener then serves an rstream client;
 # - a datagram rsocket is refused at once (ENOTSUP), saying why.
@@ -16,7 +19,7 @@ lib=${1:?usage: rsockets.sh DROPIN_DIR}
 lib=$(cd "$lib" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 preload=$(ls /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so 2>/dev/null)
-for t in rstream iperf3 rping; do
+for t in rstream iperf3 rping nc.openbsd; do
 	command -v "$t" >/dev/null || { echo "FAIL: $t not installed (scripts/install-deps.sh)"; exit 1; }
 done
 [ -n "$preload" ] || { echo "FAIL: librspreload.so not installed (librdmacm1)"; exit 1; }
@@ -108,6 +111,25 @@ if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^rs_hash: ok client" "$tmp/hash.c
 	echo "ok: a Python socket program on librspreload.so: $(grep '^rs_hash: ok client' "$tmp/hash.c" | cut -d' ' -f4-)"
 else
 	bad "rs_hash on librspreload.so: rc $rc/$src"; tail -n 5 "$tmp/hash.s" "$tmp/hash.c"
+fi
+
+# netcat-openbsd's nc, unmodified, as a client on librspreload.so: a file of 3 MB sent with
+# -N (shut down after it), the server's count and SHA-256 of what it read written back.
+head -c 3000000 /dev/urandom >"$tmp/nc.in"
+pair nc env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" server 10.73.0.1 5302 0 -- \
+	sh -c "exec env LD_PRELOAD='$preload' nc.openbsd -N 10.73.0.1 5302 <'$tmp/nc.in' >'$tmp/nc.out'"
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && out=$(python3 -c '
+import hashlib, struct, sys
+want = open(sys.argv[1], "rb").read()
+got = open(sys.argv[2], "rb").read()
+n = struct.unpack("!Q", got[:8])[0] if len(got) >= 40 else -1
+ok = n == len(want) and got[8:40] == hashlib.sha256(want).digest()
+verdict = "equal to the file" if ok else "DIFFERENT"
+print(f"{n} octets read by the server, sha256 {got[8:16].hex()}... {verdict}")
+sys.exit(0 if ok else 1)' "$tmp/nc.in" "$tmp/nc.out"); then
+	echo "ok: nc (netcat-openbsd) as a client on librspreload.so: $out"
+else
+	bad "nc on librspreload.so: rc $rc/$src ${out:-}"; tail -n 5 "$tmp/nc.s" "$tmp/nc.c"
 fi
 
 # A connection request that is no rsocket's: rejected, and the listener keeps serving.
