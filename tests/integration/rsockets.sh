@@ -7,8 +7,9 @@
 #   so a socket that fell back to the kernel's TCP could reach nothing;
 # - a Python socket program on librspreload.so, its data hashed at both ends both ways;
 # - netcat-openbsd's nc as a client on librspreload.so, 3 MB from a file hashed by the
-#   server (nc -l cannot serve: it accepts with accept4(), which rdma-core 44's
-#   librspreload.so does not intercept);
+#   server; then nc -l as the server, which accepts with accept4(): rdma-core 44's
+#   librspreload.so does not intercept it, libuiw_rsaccept4.so preloaded beside it does
+#   (without it nc -l fails with ENOTSOCK);
 # - a peer that is no rsocket (rping's connection request has no rsocket connection data)
 #   is rejected with a log line, and the same listener then serves an rstream client;
 # - a datagram rsocket is refused at once (ENOTSUP), saying why.
@@ -130,6 +131,15 @@ sys.exit(0 if ok else 1)' "$tmp/nc.in" "$tmp/nc.out"); then
 	echo "ok: nc (netcat-openbsd) as a client on librspreload.so: $out"
 else
 	bad "nc on librspreload.so: rc $rc/$src ${out:-}"; tail -n 5 "$tmp/nc.s" "$tmp/nc.c"
+fi
+
+# nc -l as the server too: librspreload.so with libuiw_rsaccept4.so beside it for accept4().
+pair ncl sh -c "exec env LD_PRELOAD='$preload $lib/libuiw_rsaccept4.so' nc.openbsd -l 10.73.0.1 5303 \
+	</dev/null >'$tmp/ncl.out'" -- sh -c "exec env LD_PRELOAD='$preload' nc.openbsd -N 10.73.0.1 5303 <'$tmp/nc.in'"
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && cmp -s "$tmp/nc.in" "$tmp/ncl.out"; then
+	echo "ok: nc -l and nc -N on librspreload.so (accept4 by libuiw_rsaccept4.so): 3 MB, every octet"
+else
+	bad "nc -l on librspreload.so: rc $rc/$src"; tail -c 300 "$tmp/ncl.s"; tail -n 5 "$tmp/ncl.c"
 fi
 
 # A connection request that is no rsocket's: rejected, and the listener keeps serving.
