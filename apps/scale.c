@@ -83,10 +83,22 @@ struct opts {
 	struct app_mode m;
 	unsigned qps, window, bw_size, bw_iters, rate_iters, link_wait_ms;
 	bool once;   /* --listen: exit once --qps connections came and all went */
+	bool one_thread;   /* --one-thread: every engine in this thread, as --pair runs them */
 };
 
 static struct side cli, srv;
 static struct uiw_stack *stack_a, *stack_b;
+static bool threads;   /* engines 1..N-1 on threads of their own */
+
+/* The engine threads stop before the counters are read; what they did is printed. */
+static void threads_done(void)
+{
+	if (!threads)
+		return;
+	threads = false;
+	uiw_verbs_engine_threads_stop();
+	uiw_verbs_engine_threads_print(stdout);
+}
 
 /* With more than one engine: the connections each engine of @p s holds. @return false
  * when one holds none (connections open on each engine in turn). */
@@ -111,6 +123,7 @@ static bool print_engines(const char *name, struct uiw_stack *s)
 static void stuck(const char *what)
 {
 	fprintf(stderr, "uiwarp-scale: %s\n", what);
+	threads_done();
 	if (stack_a != NULL) {
 		printf("A (client) now:\n");
 		uiw_stack_print_gauges(stdout, stack_a);
@@ -628,7 +641,9 @@ static void usage(void)
 		"  --rate-iters N   64-octet Sends in the message-rate phase (default 200000; 0: skip)\n"
 		"  --link-wait MS   wait for the port's link (default 10000)\n"
 		"  --once           --listen: exit once --qps QPs connected and all disconnected\n"
-		"                   (status 1 if an engine held none of them)\n");
+		"                   (status 1 if an engine held none of them)\n"
+		"  --one-thread     with engines=N: every engine in this thread (by default\n"
+		"                   engines 1..N-1 run on threads of their own, as in the drop-in)\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -642,6 +657,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "rate-iters", required_argument, NULL, 'r' },
 		{ "link-wait", required_argument, NULL, 'L' },
 		{ "once", no_argument, NULL, 'o' },
+		{ "one-thread", no_argument, NULL, '1' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -664,6 +680,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'r': o->rate_iters = (unsigned)v; break;
 		case 'L': o->link_wait_ms = (unsigned)v; break;
 		case 'o': o->once = true; break;
+		case '1': o->one_thread = true; break;
 		default: usage(); return -1;
 		}
 	}
@@ -708,6 +725,16 @@ int main(int argc, char **argv)
 		return 1;
 	stack_a = &a;
 	stack_b = o.m.pair ? &b : NULL;
+	/* Two processes: engines 1..N-1 on threads of their own, as the drop-in runs them
+	 * (--pair keeps one thread for both instances). */
+	if (!o.m.pair && a.nengines > 1 && !o.one_thread) {
+		if (uiw_verbs_engine_threads_start() != 0) {
+			fprintf(stderr, "uiwarp-scale: cannot start the engine threads\n");
+			return 1;
+		}
+		threads = true;
+		printf("uiwarp-scale: engines 1..%u on threads of their own\n", a.nengines - 1);
+	}
 	port = o.m.pair ? 18516 : o.m.listen_port ? o.m.listen_port : o.m.connect_port;
 	srv_max_qps = o.qps;
 	if (o.m.pair || o.m.listen_port) {
@@ -742,6 +769,7 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
+		threads_done();
 		if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0)
 			app_print_counters("the server", stack_a);
 		return o.once && !spread ? 1 : 0;
@@ -815,6 +843,7 @@ int main(int argc, char **argv)
 		rdma_destroy_qp(cli.c[i].id);
 		rdma_destroy_id(cli.c[i].id);
 	}
+	threads_done();
 	/* $UIWARP_STATS, as for the other tools: every layer's counters at the end. */
 	if (getenv("UIWARP_STATS") != NULL && strcmp(getenv("UIWARP_STATS"), "0") != 0) {
 		app_print_counters(o.m.pair ? "A (client)" : "the client", stack_a);

@@ -663,7 +663,7 @@ static void rs_sleep(struct rs *rs, int ms)
 		p[n++] = (struct pollfd){ .fd = rs->cch->fd, .events = POLLIN };
 	}
 	pthread_mutex_unlock(&rs->lock);
-	if (!uiw_threaded) {
+	if (!uiw_threaded || !uiw_progress_thread) {   /* this thread runs the stack */
 		uiw_verbs_progress();   /* one thread: this one runs the stack */
 	} else {
 		uiw_progress_kick();
@@ -1306,7 +1306,7 @@ static void poll_sleep(struct pollfd *fds, nfds_t n, struct rs **rss, int ms)
 		}
 		pthread_mutex_unlock(&rs->lock);
 	}
-	if (!uiw_threaded) {
+	if (!uiw_threaded || !uiw_progress_thread) {   /* this thread runs the stack */
 		poll(w, k, 0);
 		uiw_verbs_progress();
 	} else {

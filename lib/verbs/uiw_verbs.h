@@ -13,6 +13,8 @@
 
 #include "uiw_stack.h"
 
+#include <stdio.h>
+
 #define UIW_VERBS_MAX_DEVICES 8
 
 /**
@@ -26,6 +28,18 @@ void uiw_verbs_remove_devices(void);
 
 /** One poll pass over every device: doorbells, then uiw_stack_poll() of its instance. */
 void uiw_verbs_progress(void);
+
+/**
+ * Runs engines 1..N-1 of every device on threads of their own, as the drop-in does
+ * (docs/ENGINES.md), and makes the verbs calls take the drop-in's locks. The caller's
+ * thread still runs engine 0 with its calls (ibv_poll_cq(), waits). Call it once the
+ * devices are added and before any other verbs call. @return 0 or -errno.
+ */
+int uiw_verbs_engine_threads_start(void);
+/** Stops them (their engines are run by the caller's passes again). */
+void uiw_verbs_engine_threads_stop(void);
+/** What each engine thread did (engineN.thread_passes, ...), a line each. */
+void uiw_verbs_engine_threads_print(FILE *f);
 
 struct ibv_qp;
 struct uiw_qp;

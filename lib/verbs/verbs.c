@@ -21,6 +21,7 @@ static struct uiw_dev *devs[UIW_VERBS_MAX_DEVICES];
 static unsigned ndevs;
 
 bool uiw_threaded;
+bool uiw_progress_thread;
 pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
 unsigned uiw_api_waiting;
@@ -239,8 +240,17 @@ static void *engine_main(void *arg)
 	uint64_t quiet_since = 0;
 	unsigned nap_us = ENG_NAP_MIN_US;
 
+	cpu_set_t all;
+
 	snprintf(name, sizeof(name), "uiw-engine%u", g->idx);
 	pthread_setname_np(pthread_self(), name);   /* as top -H and perf show it */
+	/* Not on the core of the thread that made it: the EAL pinned that one to its lcore,
+	 * and a new thread inherits the pin, so every engine shared one core and the
+	 * program's thread made most of their passes (borrowed). The kernel places it. */
+	CPU_ZERO(&all);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+		CPU_SET((int)c, &all);
+	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 	while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
 		if (__atomic_load_n(&engines_wanted, __ATOMIC_RELAXED) > 0) {
 			sched_yield();   /* an API call wants every engine: it goes first */
@@ -293,6 +303,24 @@ int uiw_verbs_start_engine_threads(void)
 	return 0;
 }
 
+int uiw_verbs_engine_threads_start(void)
+{
+	/* No progress thread here: the caller's thread makes engine 0's passes, blocking
+	 * waits included (uiw_wait_some()). */
+	uiw_threaded = true;
+	return uiw_verbs_start_engine_threads();
+}
+
+void uiw_verbs_engine_threads_stop(void)
+{
+	uiw_verbs_stop_engine_threads();
+}
+
+void uiw_verbs_engine_threads_print(FILE *f)
+{
+	uiw_verbs_print_engine_threads(f);
+}
+
 void uiw_verbs_print_engine_threads(FILE *f)
 {
 	for (unsigned i = 0; i < ndevs; i++)
@@ -329,7 +357,9 @@ void uiw_inline_pass(void)
 
 void uiw_verbs_progress(void)
 {
-	UIW_API_LOCK();
+	/* The big lock only: engine 0 is its; engine threads go on with theirs (a stale one
+	 * gets a borrowed pass). */
+	UIW_API_LOCK_ONE(NULL);
 
 	uiw_inline_pass();
 }
@@ -358,7 +388,7 @@ bool uiw_wait_some(int fd, bool nonblock)
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	bool interrupted = false;
 
-	if (nonblock || !uiw_threaded) {
+	if (nonblock || !uiw_threaded || !uiw_progress_thread) {
 		uiw_inline_pass();
 		/* A non-blocking caller may sleep in its own poll() next: the thread runs the
 		 * stack without waiting out its nap (a caller that calls again at once makes

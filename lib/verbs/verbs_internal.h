@@ -21,6 +21,7 @@
  * thread runs the stack.
  */
 extern bool uiw_threaded;
+extern bool uiw_progress_thread;               /* the drop-in's: blocking waits sleep */
 extern pthread_mutex_t uiw_big_lock;           /* recursive */
 extern uint64_t uiw_inline_progress_ns;        /* the program's own last pass */
 extern unsigned uiw_api_waiting;               /* program threads waiting for the lock */

@@ -2,7 +2,8 @@
 # Two engines a side between two processes (key 'engines', docs/ENGINES.md). uiwarp-scale
 # opens 400 QPs, checks every one with a Write, a Send each way and a Read (every byte
 # compared), drives them, and disconnects them. Each side must hold connections on both
-# engines (a hash of the 4-tuple names a connection's engine, at both ends alike).
+# engines (a hash of the 4-tuple names a connection's engine, at both ends alike). Engine 1
+# runs on a thread of its own in each process, as in the drop-in (engine1.thread_passes).
 # - vhost-user/virtio-user and memif, two queue pairs each, carry queue q to the peer's
 #   queue q: every segment comes in on its engine's queue, none is handed over.
 # - af_packet on a veth pair (in a network namespace this test creates) spreads frames
@@ -56,9 +57,12 @@ run() {
 	fi
 	if [ "$rc" -eq 0 ] && [ "$hand_ok" -eq 1 ] && grep -q "^PASS" "$tmp/$name-client.log" &&
 		grep -q "^check: 400 of 400 QPs passed" "$tmp/$name-client.log" &&
+		grep -q "^uiwarp-scale: engines 1..1 on threads of their own" "$tmp/$name-client.log" &&
+		grep -q "^uiwarp-scale: engines 1..1 on threads of their own" "$tmp/$name-server.log" &&
+		[ "$(awk '$1 == "engine1.thread_passes" { print $2 }' "$tmp/$name-client.log")" -gt 0 ] &&
 		[[ "$c" =~ connections\ ([1-9][0-9]*)\ ([1-9][0-9]*)$ ]] &&
 		[[ "$s" =~ connections\ ([1-9][0-9]*)\ ([1-9][0-9]*)$ ]]; then
-		echo "ok: $name: 400 QPs checked; client ${c#engines of A: }; server ${s#engines of the server: }; client segments handed ${out:-0}"
+		echo "ok: $name: 400 QPs checked; client ${c#engines of A: }; server ${s#engines of the server: }; client segments handed ${out:-0}; client engine 1: $(awk '$1 == "engine1.thread_passes" { t = $2 } $1 == "engine1.borrowed_passes" { b = $2 } END { print t " passes on its thread, " b " borrowed" }' "$tmp/$name-client.log")"
 	else
 		echo "FAIL: $name (client rc $rc; client segments handed out ${out:-0}, in ${in:-0}; expected: $handed)"
 		tail -n 20 "$tmp/$name-server.log" "$tmp/$name-client.log"

@@ -254,6 +254,7 @@ static void bring_up(void)
 	char err[512] = "";
 
 	uiw_threaded = true;
+	uiw_progress_thread = true;
 	uiw_config_defaults(&inst.cfg);
 	/* Programs may have the passive side send first (ib_write_lat's server does): MPA
 	 * peer-to-peer mode, so the initiator's RTR opens the way (RFC 6581 §4). The
