@@ -233,6 +233,16 @@ static bool eng_nap(struct uiw_eng *g, unsigned us)
 	return woken;
 }
 
+void uiw_thread_unpin(void)
+{
+	cpu_set_t all;
+
+	CPU_ZERO(&all);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+		CPU_SET((int)c, &all);
+	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+}
+
 static void *engine_main(void *arg)
 {
 	struct uiw_eng *g = arg;
@@ -240,17 +250,11 @@ static void *engine_main(void *arg)
 	uint64_t quiet_since = 0;
 	unsigned nap_us = ENG_NAP_MIN_US;
 
-	cpu_set_t all;
-
 	snprintf(name, sizeof(name), "uiw-engine%u", g->idx);
 	pthread_setname_np(pthread_self(), name);   /* as top -H and perf show it */
-	/* Not on the core of the thread that made it: the EAL pinned that one to its lcore,
-	 * and a new thread inherits the pin, so every engine shared one core and the
-	 * program's thread made most of their passes (borrowed). The kernel places it. */
-	CPU_ZERO(&all);
-	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
-		CPU_SET((int)c, &all);
-	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+	/* Pinned with the thread that made it, every engine shared one core and the
+	 * program's thread made most of their passes (borrowed). */
+	uiw_thread_unpin();
 	while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
 		if (__atomic_load_n(&engines_wanted, __ATOMIC_RELAXED) > 0) {
 			sched_yield();   /* an API call wants every engine: it goes first */

@@ -82,6 +82,10 @@ static inline void uiw_api_unlock(int *held)
 /* Leaves the API lock for good from inside a call (its holder will never return). */
 void uiw_api_abandon(void);
 
+/* Lets the kernel place the calling thread on any online CPU: the EAL pins the thread that
+ * started it to its lcore, and a thread made from it inherits that pin. */
+void uiw_thread_unpin(void);
+
 #define UIW_API_LOCK()                                                                       \
 	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock()
 

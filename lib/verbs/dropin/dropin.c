@@ -478,17 +478,12 @@ static bool program_lost_core(void)
 
 static void *progress_main(void *arg)
 {
-	cpu_set_t all;
 	unsigned nap_us = NAP_MIN_US, idle_nap_us = NAP_MIN_US;
 	uint64_t last_pass = 0, quiet_since = 0;
 
 	(void)arg;
-	/* Not on the program's pinned core only (the EAL pins the thread that started it, and
-	 * a new thread inherits that): the kernel may run it wherever there is room. */
-	CPU_ZERO(&all);
-	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
-		CPU_SET((int)c, &all);
-	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+	/* Not on the program's pinned core only: the kernel may run it wherever there is room. */
+	uiw_thread_unpin();
 	/* Naps as short as asked: the default timer slack (50 us) would triple the shortest. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	pthread_setname_np(pthread_self(), "uiw-progress");   /* as top -H and perf show it */
