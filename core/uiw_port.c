@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -275,6 +277,38 @@ static const char *memif_args(const char *name, const char *args, const struct u
 	return buf;
 }
 
+/*
+ * af_packet's rings hold frames of framesz octets (2048 unless the devargs say otherwise),
+ * and its MTU call refuses an MTU whose frame does not fit one. The kernel puts a frame at
+ * 66 octets into its slot (the tpacket2 header and the socket address, aligned so that the
+ * IP header is on 16), the PMD copies each slot from octet 32 into one mbuf, so the slot
+ * holds an Ethernet header, a VLAN tag and the MTU behind 66, and the mbufs hold the slot.
+ */
+static unsigned af_packet_framesz(unsigned mtu)
+{
+	return (66 + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + mtu + 1023) / 1024 * 1024;
+}
+
+/* An af_packet port without framesz= or blocksz= in its devargs, asked for an MTU over
+ * 1500, gets slots of af_packet_framesz() in blocks of whole pages holding whole slots
+ * (the PMD finds slot i at i times framesz in the ring, so no block may leave a gap). */
+static const char *af_packet_args(const char *name, const char *args, const struct uiw_config *cfg,
+				  char *buf, size_t len)
+{
+	unsigned frame = af_packet_framesz(cfg->mtu), block = frame;
+
+	while (block % 4096 != 0)
+		block += frame;
+
+	if (strncmp(name, "net_af_packet", 13) != 0 || cfg->mtu <= RTE_ETHER_MTU ||
+	    strstr(args, "framesz=") != NULL || strstr(args, "blocksz=") != NULL)
+		return args;
+	if ((size_t)snprintf(buf, len, "%s%sframesz=%u,blocksz=%u", args, *args ? "," : "", frame,
+			     block) >= len)
+		return args;
+	return buf;
+}
+
 /* The file of a memif port of @p role whose socket is a path (socket-abstract=no), into
  * @p path. @return false for another port or an abstract socket. */
 static bool memif_socket_path(const char *name, const char *args, const char *role, char *path,
@@ -388,6 +422,7 @@ int uiw_port_open(struct uiw_port *port, const struct uiw_config *cfg)
 	memcpy(name, cfg->port, n);
 	name[n] = '\0';
 	args = memif_args(name, args, cfg, more, sizeof(more));
+	args = af_packet_args(name, args, cfg, more, sizeof(more));
 	memif_client_wait(name, args);
 	memif_server_stale(name, args);
 	if (vdev) {
@@ -563,6 +598,68 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 	return 0;
 }
 
+/* The value of devargs key @p key (up to the next comma) into @p out. */
+static bool devarg(const char *args, const char *key, char *out, size_t len)
+{
+	size_t k = strlen(key);
+
+	for (const char *a = args; *a != '\0'; a += strcspn(a, ",") + (a[strcspn(a, ",")] == ',')) {
+		size_t n = strcspn(a, ",");
+
+		if (n > k && strncmp(a, key, k) == 0 && a[k] == '=' && n - k - 1 < len) {
+			memcpy(out, a + k + 1, n - k - 1);
+			out[n - k - 1] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * af_packet in DPDK 22.11 reports a largest frame of 1518 octets whatever its ring slots
+ * hold, so ethdev refuses any MTU over 1500. The frames it can carry are bounded by its
+ * slots and by the interface's MTU in the kernel (a veth's peer drops what exceeds its
+ * own; the socket refuses to send it). So: when the slots hold the frame, the interface
+ * is brought to the MTU (as the PMD's own MTU call does), and the stack uses it.
+ * @return true when the port carries @p mtu.
+ */
+static bool af_packet_mtu(struct uiw_port *port, const struct uiw_config *cfg)
+{
+	const char *args = strchr(cfg->port, ',');
+	char iface[IF_NAMESIZE], v[16];
+	struct ifreq ifr;
+	bool ok = false;
+	int fd;
+
+	if (args == NULL || !devarg(args + 1, "iface", iface, sizeof(iface)))
+		return false;
+	if (devarg(args + 1, "framesz", v, sizeof(v)) && strtoul(v, NULL, 10) < af_packet_framesz(cfg->mtu)) {
+		UIW_WARN("port %s: framesz=%s cannot hold a frame of MTU %u (it takes framesz=%u)",
+			 port->name, v, cfg->mtu, af_packet_framesz(cfg->mtu));
+		return false;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0)
+		return false;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	if (ioctl(fd, SIOCGIFMTU, &ifr) == 0) {
+		if ((unsigned)ifr.ifr_mtu >= cfg->mtu) {
+			ok = true;
+		} else {
+			ifr.ifr_mtu = (int)cfg->mtu;
+			ok = ioctl(fd, SIOCSIFMTU, &ifr) == 0;
+			if (ok)
+				UIW_INFO("port %s: interface %s set to MTU %u", port->name, iface, cfg->mtu);
+			else
+				UIW_WARN("port %s: cannot set interface %s to MTU %u: %s", port->name,
+					 iface, cfg->mtu, strerror(errno));
+		}
+	}
+	close(fd);
+	return ok;
+}
+
 /* The MTU: the configured one where the PMD takes it, else the PMD's own. */
 static void setup_mtu(struct uiw_port *port, const struct rte_eth_dev_info *info,
 		      const struct uiw_config *cfg)
@@ -574,12 +671,21 @@ static void setup_mtu(struct uiw_port *port, const struct rte_eth_dev_info *info
 	port->mtu = cfg->mtu;
 	if (cur == cfg->mtu)
 		return;
+	if (strcmp(info->driver_name, "net_af_packet") == 0 &&
+	    (uint32_t)cfg->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN > info->max_rx_pktlen) {
+		if (!af_packet_mtu(port, cfg)) {
+			UIW_WARN("port %s: MTU %u not carried (above): using the PMD's, %u",
+				 port->name, cfg->mtu, cur);
+			port->mtu = cur;
+		}
+		return;
+	}
 	rc = cfg->mtu <= info->max_mtu ? rte_eth_dev_set_mtu(port->port_id, cfg->mtu) : -EINVAL;
 	if (rc != 0 && rc != -ENOTSUP && cur > 0 && cur < cfg->mtu) {
-		/* The PMD cannot carry the frames (tap refuses them on transmit for ever, af_packet
-		 * sends them but its receive ring drops them): use its MTU, and TCP's MSS follows. */
-		UIW_WARN("port %s: the PMD refused MTU %u (%s): using its MTU, %u",
-			 port->name, cfg->mtu, strerror(-rc), cur);
+		/* The PMD cannot carry the frames (tap refuses them on transmit for ever): use
+		 * its MTU, and TCP's MSS follows. */
+		UIW_WARN("port %s: the PMD refused MTU %u (%s; its largest is %u): using its MTU, %u",
+			 port->name, cfg->mtu, strerror(-rc), info->max_mtu, cur);
 		port->mtu = cur;
 	}
 }
@@ -633,6 +739,16 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	if (rc != 0) {
 		UIW_ERR("port %s: no device info: %s", port->name, strerror(-rc));
 		return -1;
+	}
+	if (strcmp(info.driver_name, "net_af_packet") == 0 && cfg->mtu > RTE_ETHER_MTU) {
+		const char *args = strchr(cfg->port, ',');
+		unsigned slot = af_packet_framesz(cfg->mtu);
+		char v[16];
+
+		/* Each mbuf takes a whole slot: ours, or a larger one the devargs asked for. */
+		if (args != NULL && devarg(args + 1, "framesz", v, sizeof(v)) && strtoul(v, NULL, 10) > slot)
+			slot = (unsigned)strtoul(v, NULL, 10);
+		need = RTE_PKTMBUF_HEADROOM + slot;
 	}
 	if (need > room)
 		room = need;

@@ -6,7 +6,9 @@ SHA-256 at both ends.
 Scenarios: uiwarp client to a Linux server and a Linux client to a uiwarp server; again
 with the namespace's tcp_sack, tcp_timestamps and tcp_window_scaling at 0; again with
 uiwarp's fault wrapper dropping 1% and 5%, reordering and duplicating; 1,000 concurrent
-connections opened, used and closed with nothing left held.
+connections opened, used and closed with nothing left held; then both ways at MTU 9000
+(uiwarp sizes af_packet's ring slots and sets its interface's MTU itself), where the
+frames each side sends must average over 4,000 octets.
 
 usage: tcp_linux.py UIWARP_TCPPERF [--quick]
 Sizes: $UIW_TCP_MIB MiB per transfer (default 256; 16 with --quick).
@@ -25,6 +27,7 @@ PEER = os.path.join(HERE, "linux_peer.py")
 NS_K, NS_S = f"uiw-tk-{os.getpid()}", f"uiw-ts-{os.getpid()}"
 K_IP, S_IP, PORT = "10.77.8.1", "10.77.8.2", 5201
 AF_PACKET = "net_af_packet0,iface=vs,qdisc_bypass=1,framecnt=8192,blocksz=65536,framesz=2048"
+AF_PACKET_JUMBO = "net_af_packet0,iface=vs,qdisc_bypass=1,framecnt=2048"
 
 
 def sh(*cmd, check=True):
@@ -71,8 +74,8 @@ def sysctl(values):
         sh("ip", "netns", "exec", NS_K, "sysctl", "-q", f"net.ipv4.{key}={values}")
 
 
-def uiwarp(perf, args, extra_cfg=""):
-    cfg = (f"port={AF_PACKET}; ip={S_IP}/24; hugepages=off; memory=512; mbufs=32767; "
+def uiwarp(perf, args, extra_cfg="", port=AF_PACKET):
+    cfg = (f"port={port}; ip={S_IP}/24; hugepages=off; memory=512; mbufs=32767; "
            f"tcp_time_wait_ms=200; {extra_cfg}")
     return ["ip", "netns", "exec", NS_S, perf, "--set", cfg] + args
 
@@ -81,7 +84,12 @@ def hashes(text, word):
     return sorted(re.findall(rf"{word} (\d+) (?:bytes )?sha256 ([0-9a-f]{{64}})", text))
 
 
-def run_pair(name, server_cmd, client_cmd, sent_by, timeout):
+def counter(text, name):
+    m = re.search(rf"^\s*{re.escape(name)}\s+(\d+)", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def run_pair(name, server_cmd, client_cmd, sent_by, timeout, check=None):
     """Starts the server, then the client; compares what one side sent with what the
     other received. Server output goes to a file: a pipe nobody reads would fill up and
     stop it."""
@@ -117,23 +125,53 @@ def run_pair(name, server_cmd, client_cmd, sent_by, timeout):
     if held:
         detail += f"; {held.group(0)}"
         ok = ok and held.group(0).startswith("held after linger: 0 connections, 0 mbufs")
+    if ok and check is not None:
+        good, what = check(out_c, sout)
+        ok = good
+        detail += f"; {what}"
     if not ok:
         detail += (f"\n--- client (rc {cli.returncode}) ---\n{out_c[-3000:]}"
                    f"\n--- server (rc {srv.returncode}) ---\n{sout[-3000:]}")
     return ok, detail
 
 
-def to_linux(perf, name, nbytes, extra="", timeout=300):
+def to_linux(perf, name, nbytes, extra="", timeout=300, port=AF_PACKET, check=None):
     server = ["ip", "netns", "exec", NS_K, sys.executable, PEER, "server", str(PORT), "sink", "0", "1"]
-    client = uiwarp(perf, ["--connect", f"{K_IP}:{PORT}", "--send", str(nbytes)], extra)
-    return run_pair(name, server, client, "client", timeout)
+    client = uiwarp(perf, ["--connect", f"{K_IP}:{PORT}", "--send", str(nbytes)], extra, port)
+    return run_pair(name, server, client, "client", timeout, check)
 
 
-def from_linux(perf, name, nbytes, extra="", timeout=300):
-    server = uiwarp(perf, ["--listen", str(PORT), "--recv", "--exit-after", "1"], extra)
+def from_linux(perf, name, nbytes, extra="", timeout=300, port=AF_PACKET, check=None):
+    server = uiwarp(perf, ["--listen", str(PORT), "--recv", "--exit-after", "1"], extra, port)
     client = ["ip", "netns", "exec", NS_K, sys.executable, PEER, "client", S_IP, str(PORT), "source",
               str(nbytes)]
-    return run_pair(name, server, client, "client", timeout)
+    return run_pair(name, server, client, "client", timeout, check)
+
+
+def jumbo(perf, nbytes):
+    """MTU 9000 on both ends: Linux's set here, uiwarp's by uiwarp. The MSS each end
+    announces and the frames uiwarp's port counted show jumbo frames crossed."""
+    sh("ip", "-n", NS_K, "link", "set", "vk", "mtu", "9000")
+
+    def big(out, way):
+        n, b = counter(out, f"port.{way}_packets"), counter(out, f"port.{way}_bytes")
+        mss = "conn 0: mss 8948" in out
+        return mss and n > 0 and b / n > 4000, (f"MSS 8948 {'announced' if mss else 'MISSING'}, "
+                                                f"uiwarp's port {way} {b} octets in {n} frames")
+
+    def sent_big(out, _srv):
+        return big(out, "tx")
+
+    def got_big(_cli, out):
+        return big(out, "rx")
+
+    try:
+        return [to_linux(perf, "uiwarp -> Linux, MTU 9000", nbytes, "mtu=9000", port=AF_PACKET_JUMBO,
+                         check=sent_big),
+                from_linux(perf, "Linux -> uiwarp, MTU 9000", nbytes, "mtu=9000", port=AF_PACKET_JUMBO,
+                           check=got_big)]
+    finally:
+        sh("ip", "-n", NS_K, "link", "set", "vk", "mtu", "1500")
 
 
 def many(perf, n):
@@ -168,6 +206,7 @@ def main():
             results.append(to_linux(perf, f"uiwarp -> Linux, faults {spec}", size, extra, 600))
             results.append(from_linux(perf, f"Linux -> uiwarp, faults {spec}", size, extra, 600))
         results.append(many(perf, 1000))
+        results += jumbo(perf, big // 4)
     finally:
         cleanup()
     passed = sum(1 for ok, _ in results if ok)

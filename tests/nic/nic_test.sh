@@ -20,7 +20,10 @@
 #                 Terminates), rping -c with 32 KiB buffers; jumbo frames each way
 #   e1000e-uio    errors (kernel driver bound, no driver, uio without hugepages, hugepages
 #                 not mounted, no such device); siw_verbs, CRC off; rping -c in the guest
-#                 / uiwarp-rping -s on the host (the guest opens), CRC on; ib_send_bw -R
+#                 / uiwarp-rping -s on the host (the guest opens), CRC on; ib_send_bw -R;
+#                 uiwarp-scale with two engines serving 64 QPs (the PMD exposes no RSS:
+#                 segments are handed between engines); rping -c -S 32768 with both ends
+#                 at MTU 9000 (the host's af_packet port too), jumbo frames each way
 #   virtio-rss    the virtio NIC with two queue pairs and RSS, the guest's uiwarp with two
 #                 engines: uiwarp-scale serving 64 QPs, then opening 64 (every byte of each
 #                 QP's check compared), both engines holding connections and no segment
@@ -59,6 +62,9 @@ siwvm_net_up "uiwnic$$" || { echo "FAIL: namespace"; exit 1; }
 G=$SIWVM_GUEST_IP
 US=$SIWVM_PEER_IP
 hostcfg="port=net_af_packet0,iface=uiw0,qdisc_bypass=1; ip=$US/24; hugepages=off; memory=512; mbufs=16383"
+# The bridge's port toward the host's uiwarp forwards frames up to 9000 octets of IP (the
+# host's steps at MTU 9000); others announce a smaller MSS and never send such frames.
+ip -n "$SIWVM_NS" link set uiw0br mtu 9000
 fail=0
 passed=0
 
@@ -68,6 +74,8 @@ host() { ip netns exec "$SIWVM_NS" env LD_LIBRARY_PATH="$dropin" UIWARP_CONFIG="
 ops_client() { host timeout 150 "$siw_verbs" -c "$G" --provoke; }
 rping_client() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC" -c -a "$G" -C 100 -S 64; }
 rping_server() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC" -s -S 64; }
+# At MTU 9000: uiwarp's af_packet port sizes its ring for jumbo frames and sets uiw0's MTU.
+rping_server_jumbo() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC; mtu=9000" -s -S 32768; }
 # perftest -R's server listens for its test QP only after setting up: the client waits
 # for it (tests/interop/connect_delay.c).
 perf_client() { host env LD_PRELOAD="$connect_delay" timeout 150 stdbuf -oL "$1" -R -s 65536 -n 100 "$G"; }
@@ -188,8 +196,14 @@ run_boot() {
 	if grep -q '^check .* FAIL' "$out/$name.guest.log"; then
 		why="${why:+$why; }$(grep '^check .* FAIL' "$out/$name.guest.log" | tr '\n' ' ')"
 	fi
-	local chk
+	local chk jg jh
 	check_capture "$name" "$cap" "the guest"
+	if [ -n "${JUMBO_FROM:-}" ]; then
+		jg=$(tshark -r "$cap" -Y "ip.src == $G && frame.len > 1514" 2>/dev/null | wc -l)
+		jh=$(tshark -r "$cap" -Y "ip.src == $US && frame.len > 1514" 2>/dev/null | wc -l)
+		[ "$jg" -gt 0 ] && [ "$jh" -gt 0 ] || why="${why:+$why; }no jumbo frames (from the guest $jg, from the host $jh)"
+		chk="$jg jumbo frames from the guest, $jh from the host; ${chk##*: }"
+	fi
 	if [ -n "$why" ]; then
 		echo "FAIL $name ($((SECONDS - t)) s): $why"
 		tail -15 "$log" | sed 's/^/    host: /'
@@ -252,10 +266,20 @@ for try in 1 2; do
 	echo perf-rc=$rc
 	break
 done
+UIWARP_STATS=1 tool_serve 200 uiwarp-scale --set "$(nic_cfg $E1000E "engines=2; mpa_crc=1")" --listen 18516 --qps 64 --once; echo scale-server-rc=$?
+export UIWARP_CONFIG="$(nic_cfg $E1000E "mpa_crc=1; mtu=9000")"
+uiw_await_go; timeout 150 env LD_LIBRARY_PATH=/uiw/dropin rping -c -a $PEER_IP -C 100 -S 32768 -v -V > /tmp/rping.log; echo jumbo-rping-rc=$? pings=$(grep -c 'ping data: rdma-ping-' /tmp/rping.log)
 EOF
 )
-	PERFS=1 CHECKS=$'ops-rc=0\nrping-rc=0 pings=100\ncheck kernel ok\ncheck nodriver ok\ncheck uio-nohuge ok\ncheck nohuge ok\ncheck nodev ok\n0000:00:05.0: up' \
-		run_boot e1000e-uio "$g" 0:c:ops_client 1:s:rping_server 1:c:send_bw
+	# Two engines on the e1000e: DPDK's net_e1000_em gives two queue pairs but neither its
+	# RSS key nor its table, so uiwarp hands segments that arrive on the other engine's
+	# queue to it (net.hand_out); 64 QPs, every byte of each QP's check compared.
+	# The e1000e's tap, and the bridge's port toward the host, carry jumbo frames; the
+	# last step runs both ends at MTU 9000 and the capture must hold frames past 1514
+	# octets from each.
+	JUMBO_FROM=1 NICVM_E1000E_MTU=9000 PERFS=1 \
+	CHECKS=$'ops-rc=0\nrping-rc=0 pings=100\njumbo-rping-rc=0 pings=100\ncheck kernel ok\ncheck nodriver ok\ncheck uio-nohuge ok\ncheck nohuge ok\ncheck nodev ok\n0000:00:05.0: up\n0000:00:05.0: up, .*MTU 9000\nscale-server-rc=0\nnet_e1000_em picks a frame.s queue itself and does not tell how\nengines of the server: connections [1-9][0-9]* [1-9]\nhand_out  *[1-9]' \
+		run_boot e1000e-uio "$g" 0:c:ops_client 1:s:rping_server 1:c:send_bw 1:c:scale_client 1:s:rping_server_jumbo
 }
 
 # The virtio NIC with two queue pairs and RSS, uiwarp in the guest with two engines (one

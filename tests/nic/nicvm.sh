@@ -227,7 +227,10 @@ nicvm_boot() {
 		# The virtio NIC's tap has a queue per queue pair the guest may use (NICVM_QUEUES).
 		ip -n "$SIWVM_NS" tuntap add dev "$tap" mode tap vnet_hdr \
 			$([ "$i" = 0 ] && [ "${NICVM_QUEUES:-1}" -gt 1 ] && echo multi_queue) || return 1
+		# NICVM_MTU: the virtio NIC's tap (and the device's host_mtu); NICVM_E1000E_MTU: the
+		# e1000e's tap (the e1000e has no such property: the guest sets its own).
 		[ "$i" = 1 ] || [ -z "${NICVM_MTU:-}" ] || ip -n "$SIWVM_NS" link set "$tap" mtu "$NICVM_MTU"
+		[ "$i" = 0 ] || [ -z "${NICVM_E1000E_MTU:-}" ] || ip -n "$SIWVM_NS" link set "$tap" mtu "$NICVM_E1000E_MTU"
 		ip -n "$SIWVM_NS" link set "$tap" master br0 up
 	done
 	{
