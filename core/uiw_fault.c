@@ -200,7 +200,13 @@ static uint16_t fault_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 {
 	struct uiw_fault *f = port->fault;
 	uint64_t now = uiw_now_ns();
+	const struct uiw_fault_dir *d = &f->tx;
 
+	/* No faults on transmit (those on receive only): the frames go to the port as they
+	 * are, and what it refuses stays the stack's. */
+	if (d->drop == 0 && d->dup == 0 && d->corrupt == 0 && d->reorder == 0 && d->delay_us == 0 &&
+	    d->qn == 0)
+		return f->inner_tx(port, pkts, n);
 	/* The wrapper holds frames past tx_burst, which a frame pointing into lent memory
 	 * (uiw_port.tx_ext) must not outlive: such frames are held as copies. */
 	for (uint16_t i = 0; i < n; i++) {

@@ -9,6 +9,25 @@
 
 #include <rte_mbuf.h>
 
+/**
+ * Memory lent to the layers below (zero-copy transmit): @c info counts the mbufs that refer
+ * to it for its lender. Where a NIC reads frames by DMA, @c dma is the count of the
+ * memory's IOMMU mapping (uiw_dma.h): the frames handed to the PMD hold that one instead,
+ * so the lender gets its memory back once the send queue lets go (acknowledged), while the
+ * mapping lasts until the NIC's last frame on it is freed. Every lender of memory on a
+ * DMA port uses this layout.
+ */
+struct uiw_lend {
+	struct rte_mbuf_ext_shared_info info;
+	struct rte_mbuf_ext_shared_info *dma;
+};
+
+/** The DMA mapping count of the lent memory @p m (an external buffer) is on, or NULL. */
+static inline struct rte_mbuf_ext_shared_info *uiw_lend_dma(const struct rte_mbuf_ext_shared_info *info)
+{
+	return container_of(info, const struct uiw_lend, info)->dma;
+}
+
 /** Whether a segment of the chain @p m refers to memory outside the pool (an external
  *  buffer, or an mbuf attached to one): memory lent by its owner. */
 static inline bool uiw_mbuf_has_extbuf(const struct rte_mbuf *m)

@@ -24,6 +24,7 @@
 #include <rte_ring.h>
 #include <rte_thash.h>
 
+#include "uiw_dma.h"
 #include "uiw_fault.h"
 #include "uiw_log.h"
 #include "uiw_mbuf.h"
@@ -788,6 +789,7 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		       strcmp(info.driver_name, "net_tap") == 0 ||
 		       strcmp(info.driver_name, "net_pcap") == 0 ||
 		       strcmp(info.driver_name, "net_null") == 0;
+	port->tx_dma = !port->tx_ext && uiw_devargs_is_pci(cfg->port) && uiw_dma_usable();
 	port->tx_prepare = (port->tx_offloads & (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
 						 RTE_ETH_TX_OFFLOAD_TCP_CKSUM |
 						 RTE_ETH_TX_OFFLOAD_TCP_TSO)) != 0;

@@ -87,6 +87,9 @@ struct uiw_port {
 	bool gated;                   /**< memif: bursts take turns with its control thread */
 	bool tx_ext;                  /**< the PMD copies each frame as it takes it: frames may
 	                               *   point into memory DPDK does not know (lent memory) */
+	bool tx_dma;                  /**< a PCI NIC reading frames through the IOMMU with IOVA
+	                               *   as the address: frames may point into registered
+	                               *   memory mapped for it (uiw_dma.h) */
 	bool tx_prepare;              /**< offloads on: rte_eth_tx_prepare() before each burst */
 	uint16_t tx_n;
 	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */

@@ -24,6 +24,8 @@
 #define UIW_ACCESS_REMOTE_ATOMIC 0x8u
 
 /** A registered region: STag = 24-bit index << 8 | 8-bit key. */
+struct rte_mbuf_ext_shared_info;
+
 struct uiw_mr {
 	uint32_t stag;
 	uint32_t pd;
@@ -33,6 +35,7 @@ struct uiw_mr {
 	unsigned access;
 	bool valid;           /**< false once invalidated */
 	bool used;
+	struct rte_mbuf_ext_shared_info *dma;   /**< its IOMMU mapping (uiw_dma.h), or NULL */
 };
 
 struct uiw_stag_table {

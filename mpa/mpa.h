@@ -161,8 +161,10 @@ void uiw_mpa_bind_ulp(struct uiw_mpa_conn *c, const struct uiw_mpa_ulp *ulp, voi
 /** Creates MPA over @p tcp; FPDUs are built in mbufs from @p pool. @return 0 or -ENOMEM. */
 int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool *pool);
 
-/** Whether uiw_mpa_send_lent() lends (the default) or copies. */
-void uiw_mpa_set_lend(struct uiw_mpa *m, bool on);
+/** Whether uiw_mpa_send_lent() lends (the default) or copies; with @p dma (a port whose
+ *  NIC reads frames by DMA), only memory whose lender names its DMA mapping (a struct
+ *  uiw_lend with .dma set) is lent. */
+void uiw_mpa_set_lend(struct uiw_mpa *m, bool on, bool dma);
 
 /** Tags @p m with what owns it (the stack engine it is part of), for uiw_mpa_owner(). */
 void uiw_mpa_set_owner(struct uiw_mpa *m, void *owner);

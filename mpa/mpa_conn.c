@@ -59,9 +59,10 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
 	return 0;
 }
 
-void uiw_mpa_set_lend(struct uiw_mpa *m, bool on)
+void uiw_mpa_set_lend(struct uiw_mpa *m, bool on, bool dma)
 {
 	m->lend = on;
+	m->lend_dma = dma;
 }
 
 /* The responder's Request is answered (or the connection gone): its listener's backlog
@@ -483,7 +484,9 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		return -EMSGSIZE;
 	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
 		return refused(c);
-	rc = uiw_mpa_send_fpdu(c, iov, n, ncopy, c->m->lend ? lend : NULL,
+	if (!c->m->lend || (lend != NULL && c->m->lend_dma && uiw_lend_dma(lend) == NULL))
+		lend = NULL;
+	rc = uiw_mpa_send_fpdu(c, iov, n, ncopy, lend,
 			       c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
 	return rc == -ENOBUFS ? refused(c) : rc;
 }

@@ -93,6 +93,7 @@ struct uiw_mpa {
 	uint64_t starved_at;            /* not before: the pool refills between tries */
 	bool lend;                      /* uiw_mpa_send_lent() lends (config tx_zero_copy) */
 	bool lend_iova_va;              /* lent memory's IOVA is its address (EAL IOVA as VA) */
+	bool lend_dma;                  /* only memory with a DMA mapping is lent (uiw_lend) */
 };
 
 /* A connection's timer (deadline or release) is set to @p at: uiw_mpa_run() looks at the

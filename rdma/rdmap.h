@@ -20,6 +20,7 @@
 #include "ddp.h"
 #include "rdmap_wire.h"
 #include "uiw_lock.h"
+#include "uiw_mbuf.h"
 #include "uiw_ring.h"
 
 #define UIW_MAX_SGE 6
@@ -242,7 +243,7 @@ struct uiw_sq_entry {
 	enum uiw_wc_status status;
 	uint32_t len;
 	struct uiw_qp *qp;
-	struct rte_mbuf_ext_shared_info lend;
+	struct uiw_lend lend;          /* .dma: the region's DMA mapping, on a DMA port */
 };
 
 /** The send queue ring: [comp, tx) sent or in flight, [tx, tail) waiting; indices run mod

@@ -110,14 +110,28 @@ static enum uiw_wc_op wc_op(enum uiw_wr_op op)
 	}
 }
 
+/* The count a work request held on its region's DMA mapping while it went out (rdmap_tx.c,
+ * sq_check): frames built from its memory may have needed it until now. */
+static void sq_unhold(struct uiw_sq_entry *e)
+{
+	struct rte_mbuf_ext_shared_info *dma = e->lend.dma;
+
+	if (dma == NULL)
+		return;
+	e->lend.dma = NULL;
+	if (rte_mbuf_ext_refcnt_update(dma, -1) == 0)
+		dma->free_cb(NULL, dma->fcb_opaque);
+}
+
 /* Completions leave in posting order: a Send behind an unanswered Read waits for it. */
 void uiw_qp_complete_sq(struct uiw_qp *qp)
 {
 	while (qp->sq.comp != qp->sq.tx) {
 		struct uiw_sq_entry *e = &qp->sq.e[qp->sq.comp & qp->sq.mask];
 
-		if (!e->done || rte_mbuf_ext_refcnt_read(&e->lend) != 0)
+		if (!e->done || rte_mbuf_ext_refcnt_read(&e->lend.info) != 0)
 			return;
+		sq_unhold(e);
 		qp->sq.comp++;
 		if (e->wr.signaled || e->status != UIW_WC_SUCCESS) {
 			struct uiw_wc wc = { .wr_id = e->wr.wr_id, .status = e->status,
@@ -181,7 +195,7 @@ int uiw_qp_create(struct uiw_qp **out, const struct uiw_qp_attr *a)
 static bool sq_lent(const struct uiw_qp *qp)
 {
 	for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++)
-		if (rte_mbuf_ext_refcnt_read(&qp->sq.e[i & qp->sq.mask].lend) != 0)
+		if (rte_mbuf_ext_refcnt_read(&qp->sq.e[i & qp->sq.mask].lend.info) != 0)
 			return true;
 	return false;
 }
@@ -197,13 +211,15 @@ void uiw_qp_destroy(struct uiw_qp *qp)
 	if (qp->sq.e != NULL) {
 		for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++)
 			if (!qp->sq.e[i & qp->sq.mask].done)
-				rte_mbuf_ext_refcnt_set(&qp->sq.e[i & qp->sq.mask].lend, 0);
+				rte_mbuf_ext_refcnt_set(&qp->sq.e[i & qp->sq.mask].lend.info, 0);
 		if (sq_lent(qp)) {
 			/* Never: a reference left would point into freed memory. */
 			UIW_ERR("qp %u: destroyed while frames still refer to its send queue; "
 				"its memory is kept", qp->qp_num);
 			return;
 		}
+		for (uint32_t i = qp->sq.comp; i != qp->sq.tail; i++)
+			sq_unhold(&qp->sq.e[i & qp->sq.mask]);
 	}
 	free(qp->sq.e);
 	free(qp->rq);
@@ -228,7 +244,7 @@ static void flush_queues(struct uiw_qp *qp)
 		if (!e->done) {
 			e->done = true;
 			e->status = UIW_WC_WR_FLUSH_ERR;
-			rte_mbuf_ext_refcnt_set(&e->lend, 0);   /* RDMAP's own, of the one under way */
+			rte_mbuf_ext_refcnt_set(&e->lend.info, 0);   /* RDMAP's own, of the one under way */
 			qp_count(qp, UIW_RDMAP_C_flushed);
 		}
 	}

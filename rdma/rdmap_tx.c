@@ -103,7 +103,7 @@ static void sq_sent(struct uiw_qp *qp, struct uiw_sq_entry *e)
 		 * §5.1 hands the buffer back only then); octets copied are no longer counted. */
 		e->done = true;
 		e->status = UIW_WC_SUCCESS;
-		if (rte_mbuf_ext_refcnt_update(&e->lend, -1) != 0)
+		if (rte_mbuf_ext_refcnt_update(&e->lend.info, -1) != 0)
 			qp_count(qp, UIW_RDMAP_C_tx_lent_wait);
 		if (e->wr.op == UIW_WR_WRITE || e->wr.op == UIW_WR_WRITE_IMM) {
 			qp_count(qp, UIW_RDMAP_C_tx_write);
@@ -234,6 +234,21 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 			return sq_fail(qp, e, UIW_WC_LOC_PROT_ERR, UIW_RDMAP_C_tx_bad_lkey,
 				       "a work request's SGE is outside its lkey's region");
 	}
+	/* Where the NIC reads frames by DMA, memory is lent only from one region mapped for
+	 * it (uiw_dma.h): the frames it is given then hold that mapping, and the work request
+	 * holds it until it completes (so a region deregistered too early cannot take the
+	 * mapping from under frames still to be built from it). */
+	if (e->wr.nsge > 0 && !uiw_wr_op_orq(e->wr.op)) {
+		const struct uiw_mr *mr = uiw_stag_find(qp->stags, e->wr.sg[0].lkey);
+		bool one = true;
+
+		for (unsigned i = 1; i < e->wr.nsge; i++)
+			one &= e->wr.sg[i].lkey == e->wr.sg[0].lkey;
+		if (one && mr->dma != NULL) {
+			e->lend.dma = mr->dma;
+			rte_mbuf_ext_refcnt_update(mr->dma, 1);
+		}
+	}
 	return true;
 }
 
@@ -259,10 +274,10 @@ static struct rte_mbuf_ext_shared_info *sq_lend(struct uiw_qp *qp, struct uiw_sq
 	if (uiw_wr_op_orq(e->wr.op))
 		return NULL;
 	e->qp = qp;
-	e->lend.free_cb = sq_lent_back;
-	e->lend.fcb_opaque = e;
-	rte_mbuf_ext_refcnt_set(&e->lend, 1);
-	return &e->lend;
+	e->lend.info.free_cb = sq_lent_back;
+	e->lend.info.fcb_opaque = e;
+	rte_mbuf_ext_refcnt_set(&e->lend.info, 1);
+	return &e->lend.info;
 }
 
 void uiw_qp_pump(struct uiw_qp *qp)

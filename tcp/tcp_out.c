@@ -4,6 +4,7 @@
 #include <rte_ethdev.h>
 
 #include "tcp_internal.h"
+#include "uiw_mbuf.h"
 
 void uiw_tcp_mark_pending(struct uiw_tcp_conn *c)
 {
@@ -172,7 +173,7 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 		seg->pkt_len += n;
 		return true;
 	}
-	if (!attach || (RTE_MBUF_HAS_EXTBUF(m) && !c->tcp->port->tx_ext)) {
+	if (!attach || (RTE_MBUF_HAS_EXTBUF(m) && !c->tcp->port->tx_ext && !c->tcp->port->tx_dma)) {
 		dst = rte_pktmbuf_append(seg, (uint16_t)n);
 		if (dst == NULL)
 			return false;
@@ -184,7 +185,17 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 	mi = rte_pktmbuf_alloc(c->tcp->port->pool);
 	if (mi == NULL)
 		return false;
-	rte_pktmbuf_attach(mi, m);
+	if (RTE_MBUF_HAS_EXTBUF(m) && c->tcp->port->tx_dma) {
+		/* The NIC may read the frame after the queue let the memory go (a frame sent
+		 * again and still in its ring when the first is acknowledged): the frame holds
+		 * the memory's DMA mapping, not the lender's count (struct uiw_lend). */
+		struct rte_mbuf_ext_shared_info *dma = uiw_lend_dma(m->shinfo);
+
+		rte_pktmbuf_attach_extbuf(mi, m->buf_addr, rte_mbuf_iova_get(m), m->buf_len, dma);
+		rte_mbuf_ext_refcnt_update(dma, 1);
+	} else {
+		rte_pktmbuf_attach(mi, m);
+	}
 	mi->data_off = (uint16_t)(m->data_off + off);
 	mi->data_len = (uint16_t)n;
 	mi->pkt_len = n;
@@ -255,7 +266,7 @@ static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t m
 /* True when the PMD may be given @p m by reference (else sndq_put() copies it). */
 static bool sndq_can_attach(const struct uiw_tcp_conn *c, const struct rte_mbuf *m)
 {
-	return !RTE_MBUF_HAS_EXTBUF(m) || c->tcp->port->tx_ext;
+	return !RTE_MBUF_HAS_EXTBUF(m) || c->tcp->port->tx_ext || c->tcp->port->tx_dma;
 }
 
 /*

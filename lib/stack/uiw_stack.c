@@ -59,8 +59,9 @@ static int open_layers(struct uiw_stack *e, const struct uiw_stack_opts *o, char
 	 * memory itself; elsewhere the payload is copied once, in the CRC's pass. */
 	if (e->mpa != NULL)
 		uiw_mpa_set_lend(e->mpa, cfg->tx_zero_copy == 2 ||
-				 (cfg->tx_zero_copy == 1 && e->port.tx_ext &&
-				  (e->port.tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)));
+				 (cfg->tx_zero_copy == 1 && (e->port.tx_ext || e->port.tx_dma) &&
+				  (e->port.tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)),
+				 e->port.tx_dma);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "uiw_dma.h"
 #include "uiw_log.h"
 #include "uiw_time.h"
 #include "verbs_internal.h"
@@ -798,6 +799,10 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* A NIC that reads frames by DMA sends Sends and Writes from the region itself once
+	 * its pages are mapped into the IOMMU (tx_zero_copy, docs/CONFIG.md). */
+	if (d->stack->port.tx_dma && d->stack->cfg.tx_zero_copy != 0 && length > 0)
+		m->m->dma = uiw_dma_map(addr, length);
 	m->mr = (struct ibv_mr){ .context = pd->context, .pd = pd, .addr = addr, .length = length,
 				 .handle = m->m->stag, .lkey = m->m->stag, .rkey = m->m->stag };
 	return &m->mr;
@@ -819,6 +824,10 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	UIW_API_LOCK();
 	struct uiw_mr_v *m = (struct uiw_mr_v *)mr;
 
+	/* Frames still with the NIC keep the mapping until it frees them (uiw_dma.h). */
+	if (m->m->dma != NULL)
+		uiw_dma_unmap(m->m->dma);
+	m->m->dma = NULL;
 	uiw_stag_deregister(&ctx_dev(mr->context)->stags, m->m);
 	free(m);
 	return 0;

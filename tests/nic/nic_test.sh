@@ -73,6 +73,7 @@ host() { ip netns exec "$SIWVM_NS" env LD_LIBRARY_PATH="$dropin" UIWARP_CONFIG="
 # --- host sides of the steps --------------------------------------------------------------
 ops_client() { host timeout 150 "$siw_verbs" -c "$G" --provoke; }
 rping_client() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC" -c -a "$G" -C 100 -S 64; }
+rping_client_big() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC" -c -a "$G" -C 100 -S 32768; }
 rping_server() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC" -s -S 64; }
 # At MTU 9000: uiwarp's af_packet port sizes its ring for jumbo frames and sets uiw0's MTU.
 rping_server_jumbo() { host timeout 150 "$rping_tool" --set "$hostcfg; mpa_crc=$CRC; mtu=9000" -s -S 32768; }
@@ -229,13 +230,20 @@ export UIWARP_CONFIG="$(nic_cfg $VIRTIO mpa_crc=1)"
 dropin_serve 150 siw_verbs -s $GUEST_IP --victim; echo ops-rc=$?
 dropin_serve 150 rping -s -a $GUEST_IP -C 100 -S 64 -v -V > /tmp/rping.log; echo rping-rc=$? pings=$(grep -c 'ping data: rdma-ping-' /tmp/rping.log)
 dropin_serve 150 ib_write_bw -R -s 65536 -n 100; echo perf-rc=$?
+export UIWARP_CONFIG="$(nic_cfg $VIRTIO "mpa_crc=1; tx_zero_copy=1")"
+UIWARP_STATS=1 dropin_serve 150 rping -s -a $GUEST_IP -C 100 -S 32768 -v -V > /tmp/rping.log; echo zc-rping-rc=$? pings=$(grep -c 'ping data: rdma-ping-' /tmp/rping.log)
 export UIWARP_CONFIG="$(nic_cfg $VIRTIO "mpa_crc=0; tso=1")"
 UIWARP_STATS=1 dropin_serve 150 ib_read_bw -R -s 65536 -n 100; echo perf-rc=$?
+export UIWARP_CONFIG="$(nic_cfg $VIRTIO "mpa_crc=0; tso=1; tx_zero_copy=1")"
 UIWARP_STATS=1 dropin_serve 300 rping -s -a $GUEST_IP -C 1000 -S 1024 -V; echo flap-rc=$?
 EOF
 )
-	PERFS=2 CHECKS=$'ops-rc=0\nrping-rc=0 pings=100\nflap-rc=0\ntcp.tx_tso_frames\nport.link_down  *1 \nport.link_up  *1 \n: link down: frames sent now are lost\n0000:00:04.0: up' \
-		run_boot virtio-vfio "$g" 1:c:ops_client 1:c:rping_client 1:c:write_bw 0:c:read_bw 0:c:flap_client
+	# The zero-copy steps: the guest's rping server Writes from its registered buffers,
+	# which the NIC reads through the IOMMU (tx_zero_copy=1: the pages mapped at
+	# ibv_reg_mr); the host's rping checks every octet, the second time through a link
+	# that goes down for 3 s (the frames sent again are read from the buffers again).
+	PERFS=2 CHECKS=$'ops-rc=0\nrping-rc=0 pings=100\nzc-rping-rc=0 pings=100\nflap-rc=0\ntcp.tx_tso_frames\nport.link_down  *1 \nport.link_up  *1 \n: link down: frames sent now are lost\n0000:00:04.0: up\nmpa.tx_lent_octets  *[1-9]' \
+		run_boot virtio-vfio "$g" 1:c:ops_client 1:c:rping_client 1:c:write_bw 1:c:rping_client_big 0:c:read_bw 0:c:flap_client
 }
 
 b_e1000e-uio() {

@@ -259,7 +259,7 @@ nicvm_boot() {
 	fi
 	ip netns exec "$SIWVM_NS" timeout -k 5 $((timeout + 90)) qemu-system-x86_64 -accel tcg -M q35 -cpu max \
 		-smp 2 -m "$NICVM_MEM" -nodefaults -no-user-config -display none -no-reboot \
-		-device intel-iommu \
+		-device intel-iommu,aw-bits=48 \
 		-kernel "$NICVM_KERNEL" -initrd "$d/initrd" \
 		-append "console=ttyS0,115200 quiet loglevel=4 panic=1 mitigations=off nokaslr ipv6.disable=1 intel_iommu=on iommu=pt hugepagesz=2M hugepages=$NICVM_HUGEPAGES" \
 		-netdev "tap,id=n0,ifname=uiwnic${SIWVM_COUNT}0,script=no,downscript=no,vnet_hdr=on$mq_netdev" \

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_ethdev.h>
+
 #include "check_common.h"
 #include "pair_fixture.h"
 #include "rdmap.h"
@@ -666,6 +668,113 @@ START_TEST(lent_buffer_rewritten_after_completion)
 }
 END_TEST
 
+/* A stand-in for a region's IOMMU mapping (uiw_dma.h): its count, and whether its last
+ * holder let go. */
+static struct rte_mbuf_ext_shared_info fake_dma;
+static unsigned fake_dma_freed;
+static uint16_t fake_dma_max;
+
+static void fake_dma_free(void *addr, void *opaque)
+{
+	(void)addr;
+	(void)opaque;
+	fake_dma_freed++;
+}
+
+static bool wc_or_watch(void *arg)
+{
+	uint16_t n;
+
+	/* A's pass hands frames to the pair's queue; B takes them in its own: look between. */
+	uiw_stack_poll(&pair_a.st, uiw_now_ns());
+	n = rte_mbuf_ext_refcnt_read(&fake_dma);
+
+	if (n > fake_dma_max)
+		fake_dma_max = n;
+	return wc_arrived(arg);
+}
+
+/*
+ * A port whose NIC reads frames by DMA (port.tx_dma, as a PCI NIC under vfio): memory is
+ * lent only from a region with a DMA mapping (_i = 0: A's region has one; _i = 1: none,
+ * so every octet is copied), and the frames handed to the port hold that mapping's count,
+ * not the work request's. Through loss both ways, each buffer rewritten right after its
+ * completion, every message arrives as posted; the work requests give back what they
+ * held, and once the frames are gone the mapping is counted by the region alone (never
+ * dropped to nothing on the way). The ring pair's receiver holds the
+ * frames it is handed until it has taken them in, as a NIC's ring holds them until sent.
+ */
+START_TEST(dma_port_frames_hold_the_mapping)
+{
+	const uint32_t n = 48 * 1024, rounds = 12;
+	struct uiw_config cfg;
+
+	uiw_config_defaults(&cfg);
+	cfg.tcp_time_wait_ms = 0;
+	cfg.tcp_min_rto_ms = 5;
+	cfg.tcp_init_rto_ms = 20;
+	/* Loss on receive only: a transmit wrapper would hold copies, not the frames. */
+	snprintf(cfg.fault_rx, sizeof(cfg.fault_rx), "drop=4,reorder=2");
+	cfg.fault_seed = 5;
+	restart(&cfg);
+	pair_a.st.port.tx_dma = true;
+	pair_a.st.port.tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;   /* frames by reference */
+	uiw_mpa_set_lend(pair_a.st.mpa, true, true);
+	fake_dma = (struct rte_mbuf_ext_shared_info){ .free_cb = fake_dma_free };
+	rte_mbuf_ext_refcnt_set(&fake_dma, 1);
+	fake_dma_freed = 0;
+	fake_dma_max = 0;
+	A.mr->dma = _i == 0 ? &fake_dma : NULL;
+	connect_qps(8, true, false);
+	for (uint32_t k = 0; k < rounds; k++) {
+		bool send = k % 2 == 1;
+		uint8_t *dst = B.buf + k * n;
+		struct uiw_send_wr op = { .wr_id = k, .signaled = true, .nsge = 2, .lkeys = true,
+					  .op = send ? UIW_WR_SEND : UIW_WR_WRITE,
+					  .sg = { { A.buf, n / 3, A.mr->stag },
+						  { A.buf + n / 3, n - n / 3, A.mr->stag } },
+					  .rkey = B.mr->stag, .remote_addr = B.mr->va + k * n };
+		struct uiw_recv_wr r = { .wr_id = k, .sg = { { dst, n } }, .nsge = 1 };
+		struct wait_wc w = { .cq = &A.scq, .want = 1 };
+
+		fill(A.buf, n, (uint8_t)(k + 1));
+		if (send)
+			ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &op), 0);
+		ck_assert(pair_run_until(wc_or_watch, &w, 10000));
+		ck_assert_msg(w.wc[0].status == UIW_WC_SUCCESS, "round %u: %s / %s", k, A.why, B.why);
+		memset(A.buf, 0xee, n);
+		if (send)
+			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
+	}
+	struct uiw_send_wr probe = { .wr_id = 99, .op = UIW_WR_READ, .signaled = true,
+				     .sg = { { A.buf + BIG - 4096, 4096 } }, .nsge = 1,
+				     .rkey = B.mr->stag, .remote_addr = B.mr->va,
+				     .sink_stag = A.mr->stag, .sink_to = A.mr->va + BIG - 4096 };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &probe), 0);
+	ck_assert_int_eq(wait_one(&A.scq).status, UIW_WC_SUCCESS);
+	for (uint32_t k = 0; k < rounds; k++) {
+		fill(A.buf, n, (uint8_t)(k + 1));
+		ck_assert_msg(memcmp(B.buf + k * n, A.buf, n) == 0, "message %u changed", k);
+	}
+	ck_assert(!A.err && !B.err);
+	ck_assert_uint_gt(pair_a.st.fault.rx.dropped, 0);
+	ck_assert_uint_gt(pair_b.st.fault.rx.dropped, 0);
+	if (_i == 1) {
+		ck_assert_uint_eq(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets], 0);
+		return;
+	}
+	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets],
+			  (uint64_t)rounds * n * 9 / 10);
+	/* Frames and work requests held the mapping while they went; now only the region. */
+	ck_assert_uint_gt(fake_dma_max, 2);
+	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&fake_dma), 1);
+	ck_assert_uint_eq(fake_dma_freed, 0);
+	A.mr->dma = NULL;
+}
+END_TEST
+
 static bool lent_some(void *arg)
 {
 	(void)arg;
@@ -775,6 +884,7 @@ int main(void)
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, operations_through_loss);
 	tcase_add_loop_test(tc, lent_buffer_rewritten_after_completion, 0, 2);
+	tcase_add_loop_test(tc, dma_port_frames_hold_the_mapping, 0, 2);
 	tcase_add_loop_test(tc, lent_memory_back_on_destroy_and_error, 0, 2);
 	tcase_add_loop_test(tc, queues_of_three_across_the_wrap, 0, 2);
 	tcase_add_test(tc, posted_while_terminating_flushes);
