@@ -86,16 +86,25 @@ static unsigned runs_from(uintptr_t lo)
 	return a;
 }
 
-static int vfio_map(uintptr_t lo, uintptr_t hi)
+static int vfio_map_run(uintptr_t lo, uintptr_t hi)
 {
 	return rte_vfio_container_dma_map(RTE_VFIO_DEFAULT_CONTAINER_FD, lo, lo, hi - lo);
 }
 
-static void vfio_unmap(uintptr_t lo, uintptr_t hi)
+static void vfio_unmap_run(uintptr_t lo, uintptr_t hi)
 {
 	if (rte_vfio_container_dma_unmap(RTE_VFIO_DEFAULT_CONTAINER_FD, lo, lo, hi - lo) != 0)
 		UIW_WARN("DMA: cannot unmap %#lx-%#lx from the IOMMU: %s", (unsigned long)lo,
 			 (unsigned long)hi, rte_strerror(rte_errno));
+}
+
+static uiw_dma_map_fn vfio_map = vfio_map_run;
+static uiw_dma_unmap_fn vfio_unmap = vfio_unmap_run;
+
+void uiw_dma_set_iommu(uiw_dma_map_fn map, uiw_dma_unmap_fn unmap)
+{
+	vfio_map = map != NULL ? map : vfio_map_run;
+	vfio_unmap = unmap != NULL ? unmap : vfio_unmap_run;
 }
 
 /* Drops one region's count from the runs over [lo, hi); a run nobody counts leaves the

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <rte_mbuf.h>
 
@@ -34,7 +35,13 @@ struct rte_mbuf_ext_shared_info *uiw_dma_map(void *addr, size_t len);
  *  frame's). */
 void uiw_dma_unmap(struct rte_mbuf_ext_shared_info *hold);
 
-/** Runs of pages mapped now (for tests and counters). */
+/** Runs of pages mapped now. */
 unsigned uiw_dma_runs(void);
+
+/** For tests: what maps a run [@p lo, @p hi) into the IOMMU (0 or -1) and unmaps it;
+ *  NULL, NULL: vfio's container, as by default. */
+typedef int (*uiw_dma_map_fn)(uintptr_t lo, uintptr_t hi);
+typedef void (*uiw_dma_unmap_fn)(uintptr_t lo, uintptr_t hi);
+void uiw_dma_set_iommu(uiw_dma_map_fn map, uiw_dma_unmap_fn unmap);
 
 #endif
