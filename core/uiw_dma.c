@@ -161,7 +161,13 @@ struct rte_mbuf_ext_shared_info *uiw_dma_map(void *addr, size_t len)
 		uintptr_t end = i < nruns && runs[i].lo < hi ? runs[i].lo : hi;
 
 		if (end > at) {
-			if (vfio_map(at, end) != 0 || !runs_insert(i, at, end)) {
+			bool kept = vfio_map(at, end) == 0;
+
+			if (kept && !runs_insert(i, at, end)) {
+				vfio_unmap(at, end);   /* no memory to keep it in: not mapped */
+				kept = false;
+			}
+			if (!kept) {
 				/* vfio says EINVAL (the EAL logs it) for an address beyond the
 				 * IOMMU's width: 39 bits on many, where a heap's are 47. */
 				UIW_LOG(warned++ == 0 ? UIW_LOG_WARN : UIW_LOG_DEBUG,
