@@ -261,6 +261,23 @@ static uint16_t gated_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 	return sent;
 }
 
+/* The value of devargs key @p key (up to the next comma) into @p out. */
+static bool devarg(const char *args, const char *key, char *out, size_t len)
+{
+	size_t k = strlen(key);
+
+	for (const char *a = args; *a != '\0'; a += strcspn(a, ",") + (a[strcspn(a, ",")] == ',')) {
+		size_t n = strcspn(a, ",");
+
+		if (n > k && strncmp(a, key, k) == 0 && a[k] == '=' && n - k - 1 < len) {
+			memcpy(out, a + k + 1, n - k - 1);
+			out[n - k - 1] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * memif's buffers are 2048 octets unless its devargs say otherwise, and in DPDK 22.11 a
  * frame spread over several of them is received again and again once the peer goes
@@ -315,21 +332,13 @@ static const char *af_packet_args(const char *name, const char *args, const stru
 static bool memif_socket_path(const char *name, const char *args, const char *role, char *path,
 			      size_t len)
 {
-	const char *s = strstr(args, "socket=");
 	char want[16];
-	size_t n;
 
 	snprintf(want, sizeof(want), "role=%s", role);
 	if (strncmp(name, "net_memif", 9) != 0 || strstr(args, want) == NULL ||
-	    strstr(args, "socket-abstract=no") == NULL || s == NULL)
+	    strstr(args, "socket-abstract=no") == NULL)
 		return false;
-	s += strlen("socket=");
-	n = strcspn(s, ",");
-	if (n == 0 || n >= len)
-		return false;
-	memcpy(path, s, n);
-	path[n] = '\0';
-	return true;
+	return devarg(args, "socket", path, len) && path[0] != '\0';
 }
 
 /*
@@ -597,23 +606,6 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 		}
 	}
 	return 0;
-}
-
-/* The value of devargs key @p key (up to the next comma) into @p out. */
-static bool devarg(const char *args, const char *key, char *out, size_t len)
-{
-	size_t k = strlen(key);
-
-	for (const char *a = args; *a != '\0'; a += strcspn(a, ",") + (a[strcspn(a, ",")] == ',')) {
-		size_t n = strcspn(a, ",");
-
-		if (n > k && strncmp(a, key, k) == 0 && a[k] == '=' && n - k - 1 < len) {
-			memcpy(out, a + k + 1, n - k - 1);
-			out[n - k - 1] = '\0';
-			return true;
-		}
-	}
-	return false;
 }
 
 /*

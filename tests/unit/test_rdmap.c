@@ -605,6 +605,24 @@ START_TEST(operations_through_loss)
 }
 END_TEST
 
+/* Message k of @p rounds (of @p n octets, filled with k + 1) is at B.buf + k * n, each
+ * checked once a Read behind the last Write has come back (RFC 5040 §5.5: it sees
+ * everything before it placed). */
+static void messages_as_posted(uint32_t rounds, uint32_t n)
+{
+	struct uiw_send_wr probe = { .wr_id = 99, .op = UIW_WR_READ, .signaled = true,
+				     .sg = { { A.buf + BIG - 4096, 4096 } }, .nsge = 1,
+				     .rkey = B.mr->stag, .remote_addr = B.mr->va,
+				     .sink_stag = A.mr->stag, .sink_to = A.mr->va + BIG - 4096 };
+
+	ck_assert_int_eq(uiw_qp_post_send(A.qp, &probe), 0);
+	ck_assert_int_eq(wait_one(&A.scq).status, UIW_WC_SUCCESS);
+	for (uint32_t k = 0; k < rounds; k++) {
+		fill(A.buf, n, (uint8_t)(k + 1));
+		ck_assert_msg(memcmp(B.buf + k * n, A.buf, n) == 0, "message %u changed", k);
+	}
+}
+
 /*
  * Zero-copy transmit: a Send's or Write's memory goes out by reference, so its work request
  * may complete only once the stack no longer needs the octets (acknowledged, no frame
@@ -648,18 +666,7 @@ START_TEST(lent_buffer_rewritten_after_completion)
 		if (send)
 			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
 	}
-	/* A Read behind the last Write sees everything before it placed (RFC 5040 §5.5). */
-	struct uiw_send_wr probe = { .wr_id = 99, .op = UIW_WR_READ, .signaled = true,
-				     .sg = { { A.buf + BIG - 4096, 4096 } }, .nsge = 1,
-				     .rkey = B.mr->stag, .remote_addr = B.mr->va,
-				     .sink_stag = A.mr->stag, .sink_to = A.mr->va + BIG - 4096 };
-
-	ck_assert_int_eq(uiw_qp_post_send(A.qp, &probe), 0);
-	ck_assert_int_eq(wait_one(&A.scq).status, UIW_WC_SUCCESS);
-	for (uint32_t k = 0; k < rounds; k++) {
-		fill(A.buf, n, (uint8_t)(k + 1));
-		ck_assert_msg(memcmp(B.buf + k * n, A.buf, n) == 0, "message %u changed", k);
-	}
+	messages_as_posted(rounds, n);
 	ck_assert(!A.err && !B.err);
 	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets],
 			  (uint64_t)rounds * n * 9 / 10);
@@ -747,17 +754,7 @@ START_TEST(dma_port_frames_hold_the_mapping)
 		if (send)
 			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
 	}
-	struct uiw_send_wr probe = { .wr_id = 99, .op = UIW_WR_READ, .signaled = true,
-				     .sg = { { A.buf + BIG - 4096, 4096 } }, .nsge = 1,
-				     .rkey = B.mr->stag, .remote_addr = B.mr->va,
-				     .sink_stag = A.mr->stag, .sink_to = A.mr->va + BIG - 4096 };
-
-	ck_assert_int_eq(uiw_qp_post_send(A.qp, &probe), 0);
-	ck_assert_int_eq(wait_one(&A.scq).status, UIW_WC_SUCCESS);
-	for (uint32_t k = 0; k < rounds; k++) {
-		fill(A.buf, n, (uint8_t)(k + 1));
-		ck_assert_msg(memcmp(B.buf + k * n, A.buf, n) == 0, "message %u changed", k);
-	}
+	messages_as_posted(rounds, n);
 	ck_assert(!A.err && !B.err);
 	ck_assert_uint_gt(pair_a.st.fault.rx.dropped, 0);
 	ck_assert_uint_gt(pair_b.st.fault.rx.dropped, 0);
