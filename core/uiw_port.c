@@ -314,12 +314,12 @@ static const char *af_packet_args(const char *name, const char *args, const stru
 				  char *buf, size_t len)
 {
 	unsigned frame = af_packet_framesz(cfg->mtu), block = frame;
+	char v[16];
 
 	while (block % 4096 != 0)
 		block += frame;
-
 	if (strncmp(name, "net_af_packet", 13) != 0 || cfg->mtu <= RTE_ETHER_MTU ||
-	    strstr(args, "framesz=") != NULL || strstr(args, "blocksz=") != NULL)
+	    devarg(args, "framesz", v, sizeof(v)) || devarg(args, "blocksz", v, sizeof(v)))
 		return args;
 	if ((size_t)snprintf(buf, len, "%s%sframesz=%u,blocksz=%u", args, *args ? "," : "", frame,
 			     block) >= len)

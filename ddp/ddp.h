@@ -79,18 +79,24 @@ static inline struct uiw_mr *uiw_stag_find(const struct uiw_stag_table *t, uint3
 }
 
 /**
- * Whether local memory [@p addr, @p addr + @p len) may be used under @p lkey (the work
- * request check of verbs and RDMAP): a valid region of @p pd, with @p access, that holds
- * every octet.
+ * Whether local memory [@p addr, @p addr + @p len) may be used under region @p m (found by
+ * its lkey, or NULL: the work request check of verbs and RDMAP): a valid region of @p pd,
+ * with @p access, that holds every octet.
  */
-static inline bool uiw_stag_local_ok(const struct uiw_stag_table *t, uint32_t lkey, uint32_t pd,
-				     uintptr_t addr, uint64_t len, unsigned access)
+static inline bool uiw_mr_local_ok(const struct uiw_mr *m, uint32_t pd, uintptr_t addr,
+				   uint64_t len, unsigned access)
 {
-	const struct uiw_mr *m = uiw_stag_find(t, lkey);
 	uintptr_t lo = (uintptr_t)(m != NULL ? m->addr : NULL);
 
 	return m != NULL && m->valid && m->pd == pd && (m->access & access) == access &&
 	       addr >= lo && addr - lo <= m->len && len <= m->len - (addr - lo);
+}
+
+/** uiw_mr_local_ok() for the region @p lkey names in @p t. */
+static inline bool uiw_stag_local_ok(const struct uiw_stag_table *t, uint32_t lkey, uint32_t pd,
+				     uintptr_t addr, uint64_t len, unsigned access)
+{
+	return uiw_mr_local_ok(uiw_stag_find(t, lkey), pd, addr, len, access);
 }
 
 /** What a tagged access found wrong, in the order RFC 5040 §8/RFC 5041 §7 check it. */

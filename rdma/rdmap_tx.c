@@ -225,29 +225,26 @@ static bool sq_check(struct uiw_qp *qp, struct uiw_sq_entry *e)
 	if (uiw_wr_op_orq(e->wr.op) && qp->ord == 0)
 		return sq_fail(qp, e, UIW_WC_LOC_QP_OP_ERR, UIW_RDMAP_C_tx_read_no_ord,
 			       "a Read posted with an ORD of 0 (the peer's IRD)");
+	struct rte_mbuf_ext_shared_info *dma = NULL;
+
 	if (!e->wr.lkeys)
 		return true;
 	for (unsigned i = 0; i < e->wr.nsge; i++) {
 		const struct uiw_sge *g = &e->wr.sg[i];
+		const struct uiw_mr *mr = uiw_stag_find(qp->stags, g->lkey);
 
-		if (!uiw_stag_local_ok(qp->stags, g->lkey, qp->pd, (uintptr_t)g->addr, g->len, access))
+		if (!uiw_mr_local_ok(mr, qp->pd, (uintptr_t)g->addr, g->len, access))
 			return sq_fail(qp, e, UIW_WC_LOC_PROT_ERR, UIW_RDMAP_C_tx_bad_lkey,
 				       "a work request's SGE is outside its lkey's region");
+		dma = i == 0 || mr->dma == dma ? mr->dma : NULL;
 	}
 	/* Where the NIC reads frames by DMA, memory is lent only from one region mapped for
 	 * it (uiw_dma.h): the frames it is given then hold that mapping, and the work request
 	 * holds it until it completes (so a region deregistered too early cannot take the
 	 * mapping from under frames still to be built from it). */
-	if (e->wr.nsge > 0 && !uiw_wr_op_orq(e->wr.op)) {
-		const struct uiw_mr *mr = uiw_stag_find(qp->stags, e->wr.sg[0].lkey);
-		bool one = true;
-
-		for (unsigned i = 1; i < e->wr.nsge; i++)
-			one &= e->wr.sg[i].lkey == e->wr.sg[0].lkey;
-		if (one && mr->dma != NULL) {
-			e->lend.dma = mr->dma;
-			rte_mbuf_ext_refcnt_update(mr->dma, 1);
-		}
+	if (dma != NULL && !uiw_wr_op_orq(e->wr.op)) {
+		e->lend.dma = dma;
+		rte_mbuf_ext_refcnt_update(dma, 1);
 	}
 	return true;
 }

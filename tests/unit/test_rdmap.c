@@ -605,6 +605,46 @@ START_TEST(operations_through_loss)
 }
 END_TEST
 
+/* Quick retransmission, no TIME-WAIT, 4% loss and 2% reordering on receive, @p seed. */
+static void lossy_config(struct uiw_config *cfg, unsigned seed)
+{
+	uiw_config_defaults(cfg);
+	cfg->tcp_time_wait_ms = 0;
+	cfg->tcp_min_rto_ms = 5;
+	cfg->tcp_init_rto_ms = 20;
+	snprintf(cfg->fault_rx, sizeof(cfg->fault_rx), "drop=4,reorder=2");
+	cfg->fault_seed = seed;
+}
+
+/* @p rounds messages of @p n octets from A.buf, Writes and Sends in turn, message k
+ * filled with k + 1 and bound for B.buf + k * n, each in two SGEs (so its FPDUs take
+ * memory from both; @p lkeys: they name A's region). A.buf is rewritten as soon as each
+ * completes (awaited with @p until, a wait_wc predicate), as an application may. */
+static void rewrite_rounds(uint32_t rounds, uint32_t n, bool lkeys, bool (*until)(void *))
+{
+	for (uint32_t k = 0; k < rounds; k++) {
+		bool send = k % 2 == 1;
+		struct uiw_send_wr op = { .wr_id = k, .signaled = true, .nsge = 2, .lkeys = lkeys,
+					  .op = send ? UIW_WR_SEND : UIW_WR_WRITE,
+					  .sg = { { A.buf, n / 3, A.mr->stag },
+						  { A.buf + n / 3, n - n / 3, A.mr->stag } },
+					  .rkey = B.mr->stag, .remote_addr = B.mr->va + k * n };
+		struct uiw_recv_wr r = { .wr_id = k, .sg = { { B.buf + k * n, n } }, .nsge = 1 };
+		struct wait_wc w = { .cq = &A.scq, .want = 1 };
+
+		fill(A.buf, n, (uint8_t)(k + 1));
+		if (send)
+			ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
+		ck_assert_int_eq(uiw_qp_post_send(A.qp, &op), 0);
+		ck_assert_msg(pair_run_until(until, &w, 10000), "round %u: no completion (%s / %s)",
+			      k, A.why, B.why);
+		ck_assert_msg(w.wc[0].status == UIW_WC_SUCCESS, "round %u: %s / %s", k, A.why, B.why);
+		memset(A.buf, 0xee, n);   /* the application's again: rewritten at once */
+		if (send)
+			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
+	}
+}
+
 /* Message k of @p rounds (of @p n octets, filled with k + 1) is at B.buf + k * n, each
  * checked once a Read behind the last Write has come back (RFC 5040 §5.5: it sees
  * everything before it placed). */
@@ -636,36 +676,12 @@ START_TEST(lent_buffer_rewritten_after_completion)
 	const uint32_t n = 48 * 1024, rounds = 12;
 	struct uiw_config cfg;
 
-	uiw_config_defaults(&cfg);
-	cfg.tcp_time_wait_ms = 0;
-	cfg.tcp_min_rto_ms = 5;
-	cfg.tcp_init_rto_ms = 20;
-	snprintf(cfg.fault_rx, sizeof(cfg.fault_rx), "drop=4,reorder=2");
+	lossy_config(&cfg, 11);
 	snprintf(cfg.fault_tx, sizeof(cfg.fault_tx), "drop=4");
-	cfg.fault_seed = 11;
 	cfg.tx_zero_copy = 2;   /* the test port copies: TCP copies from the memory as it sends */
 	restart(&cfg);
 	connect_qps(8, _i == 0, false);
-	for (uint32_t k = 0; k < rounds; k++) {
-		bool send = k % 2 == 1;
-		uint8_t *dst = B.buf + k * n;
-		/* Two SGEs, so a message's FPDUs take memory from both. */
-		struct uiw_send_wr op = { .wr_id = k, .signaled = true, .nsge = 2,
-					  .op = send ? UIW_WR_SEND : UIW_WR_WRITE,
-					  .sg = { { A.buf, n / 3 }, { A.buf + n / 3, n - n / 3 } },
-					  .rkey = B.mr->stag, .remote_addr = B.mr->va + k * n };
-		struct uiw_recv_wr r = { .wr_id = k, .sg = { { dst, n } }, .nsge = 1 };
-
-		fill(A.buf, n, (uint8_t)(k + 1));
-		if (send)
-			ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
-		ck_assert_int_eq(uiw_qp_post_send(A.qp, &op), 0);
-		ck_assert_msg(wait_one(&A.scq).status == UIW_WC_SUCCESS, "round %u: %s / %s", k,
-			      A.why, B.why);
-		memset(A.buf, 0xee, n);   /* the application's again: rewritten at once */
-		if (send)
-			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
-	}
+	rewrite_rounds(rounds, n, false, wc_arrived);
 	messages_as_posted(rounds, n);
 	ck_assert(!A.err && !B.err);
 	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets],
@@ -716,13 +732,8 @@ START_TEST(dma_port_frames_hold_the_mapping)
 	const uint32_t n = 48 * 1024, rounds = 12;
 	struct uiw_config cfg;
 
-	uiw_config_defaults(&cfg);
-	cfg.tcp_time_wait_ms = 0;
-	cfg.tcp_min_rto_ms = 5;
-	cfg.tcp_init_rto_ms = 20;
 	/* Loss on receive only: a transmit wrapper would hold copies, not the frames. */
-	snprintf(cfg.fault_rx, sizeof(cfg.fault_rx), "drop=4,reorder=2");
-	cfg.fault_seed = 5;
+	lossy_config(&cfg, 5);
 	restart(&cfg);
 	pair_a.st.port.tx_dma = true;
 	pair_a.st.port.tx_offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;   /* frames by reference */
@@ -733,27 +744,7 @@ START_TEST(dma_port_frames_hold_the_mapping)
 	fake_dma_max = 0;
 	A.mr->dma = _i == 0 ? &fake_dma : NULL;
 	connect_qps(8, true, false);
-	for (uint32_t k = 0; k < rounds; k++) {
-		bool send = k % 2 == 1;
-		uint8_t *dst = B.buf + k * n;
-		struct uiw_send_wr op = { .wr_id = k, .signaled = true, .nsge = 2, .lkeys = true,
-					  .op = send ? UIW_WR_SEND : UIW_WR_WRITE,
-					  .sg = { { A.buf, n / 3, A.mr->stag },
-						  { A.buf + n / 3, n - n / 3, A.mr->stag } },
-					  .rkey = B.mr->stag, .remote_addr = B.mr->va + k * n };
-		struct uiw_recv_wr r = { .wr_id = k, .sg = { { dst, n } }, .nsge = 1 };
-		struct wait_wc w = { .cq = &A.scq, .want = 1 };
-
-		fill(A.buf, n, (uint8_t)(k + 1));
-		if (send)
-			ck_assert_int_eq(uiw_qp_post_recv(B.qp, &r), 0);
-		ck_assert_int_eq(uiw_qp_post_send(A.qp, &op), 0);
-		ck_assert(pair_run_until(wc_or_watch, &w, 10000));
-		ck_assert_msg(w.wc[0].status == UIW_WC_SUCCESS, "round %u: %s / %s", k, A.why, B.why);
-		memset(A.buf, 0xee, n);
-		if (send)
-			ck_assert_int_eq(wait_one(&B.rcq).status, UIW_WC_SUCCESS);
-	}
+	rewrite_rounds(rounds, n, true, wc_or_watch);
 	messages_as_posted(rounds, n);
 	ck_assert(!A.err && !B.err);
 	ck_assert_uint_gt(pair_a.st.fault.rx.dropped, 0);
