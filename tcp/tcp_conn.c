@@ -51,6 +51,21 @@ static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
 		t->rcv_buf = 0xffff;
 }
 
+/* The send budget of one of @p nengines engines sharing the port's pool (tcp_internal.h). */
+static void sq_limits(struct uiw_tcp *t, unsigned nengines)
+{
+	if (t->port->pool == NULL) {
+		t->sq_mbufs_max = t->sq_mbufs_soft = UINT32_MAX;
+		return;
+	}
+	t->sq_mbufs_max = t->port->pool->size * 3 / 4 / nengines;
+	t->sq_mbufs_soft = t->port->pool->size / 4 / nengines;
+	if (t->sq_cap < t->sq_mbufs_max) {
+		t->sq_mbufs_max = t->sq_cap;
+		t->sq_mbufs_soft = u32_min(t->sq_mbufs_soft, t->sq_cap / 3);
+	}
+}
+
 int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_config *cfg)
 {
 	struct uiw_tcp *t = calloc(1, sizeof(*t));
@@ -90,9 +105,14 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->port_stride = 1;
 	t->epoch = uiw_now_ns();
 	/* Send queues may hold at most 3/4 of the pool: receiving must never starve, or the
-	 * ACKs that would free them could not come in. */
-	t->sq_mbufs_max = t->port->pool != NULL ? t->port->pool->size * 3 / 4 : UINT32_MAX;
-	t->sq_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
+	 * ACKs that would free them could not come in. And at most tcp_sq_mbufs, a size for
+	 * the caches rather than the pool: 64 or 512 busy connections that filled a pool's
+	 * quarter between them wrote each mbuf long before they sent it and freed it long
+	 * after, both from memory, and moved less than one connection. The soft limit (what
+	 * one connection may take while the others leave it room) keeps a third of either,
+	 * so that connections stalled by their peers leave the others their shares. */
+	t->sq_cap = cfg->tcp_sq_mbufs;
+	sq_limits(t, 1);
 	t->rx_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
 	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;
 	uiw_tcp_tx_share_set(t);
@@ -688,10 +708,6 @@ void uiw_tcp_set_engine(struct uiw_tcp *t, unsigned engine, unsigned nengines)
 		return;
 	t->port_slot = (uint16_t)engine;
 	t->port_stride = (uint16_t)nengines;
-	/* The engines share the port's pool: each may fill its send queues with its share. */
-	if (t->sq_mbufs_max != UINT32_MAX) {
-		t->sq_mbufs_max /= nengines;
-		t->sq_mbufs_soft /= nengines;
-	}
+	sq_limits(t, nengines);   /* the engines share the pool; each has its own caches */
 	uiw_tcp_tx_share_set(t);
 }

@@ -104,8 +104,9 @@ struct tcp_ooo {
 
 /*
  * The send side likewise: a connection may always queue TCP_TX_SHARE mbufs, more only
- * while all send queues together hold under sq_mbufs_soft (a quarter of the pool), and
- * none past sq_mbufs_max (three quarters). A peer that never opens its window (and makes
+ * while all send queues together hold under sq_mbufs_soft (a quarter of the pool, at most a
+ * third of tcp_sq_mbufs), and none past sq_mbufs_max (three quarters, at most tcp_sq_mbufs;
+ * the engines of an instance split the pool's part). A peer that never opens its window (and makes
  * us queue Read Responses or whatever the application sends it) so stalls itself, not the
  * others.
  */
@@ -232,6 +233,7 @@ struct uiw_tcp {
 	unsigned sq_mbufs;                 /* mbufs held by all send queues */
 	unsigned sq_mbufs_soft;            /* beyond it, only connections within their share */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
+	unsigned sq_cap;                   /* tcp_sq_mbufs */
 	unsigned tx_share;                 /* each connection's share (uiw_tcp_tx_share_set()) */
 	/* Configuration. */
 	uint32_t rcv_buf, snd_buf;

@@ -936,6 +936,39 @@ START_TEST(send_queues_within_their_budget)
 }
 END_TEST
 
+/* tcp_sq_mbufs bounds the send budget below the pool's share (a size for the caches):
+ * max at the key, soft at a third of it; a key above the pool's share leaves the pool's
+ * quarters; engines split the pool's part but each keeps the whole key. */
+START_TEST(send_budget_capped_by_key)
+{
+	struct uiw_config cfg;
+	struct uiw_tcp *t2;
+	unsigned pool = test_pool()->size;
+
+	ck_assert_uint_gt(pool * 3 / 4, 1536);   /* the default key binds on this pool */
+	ck_assert_uint_eq(T->sq_mbufs_max, 1536);
+	ck_assert_uint_eq(T->sq_mbufs_soft, 512);
+	uiw_config_defaults(&cfg);
+	cfg.ip = IP_US;
+	cfg.prefix_len = 24;
+	cfg.tcp_max_conns = 4;
+	cfg.tcp_sq_mbufs = 1u << 20;
+	ck_assert_int_eq(uiw_tcp_create(&t2, &fx_net, &cfg), 0);
+	ck_assert_uint_eq(t2->sq_mbufs_max, pool * 3 / 4);
+	ck_assert_uint_eq(t2->sq_mbufs_soft, pool / 4);
+	uiw_tcp_set_engine(t2, 1, 4);
+	ck_assert_uint_eq(t2->sq_mbufs_max, pool * 3 / 4 / 4);
+	ck_assert_uint_eq(t2->sq_mbufs_soft, pool / 4 / 4);
+	uiw_tcp_destroy(t2);
+	cfg.tcp_sq_mbufs = 600;
+	ck_assert_int_eq(uiw_tcp_create(&t2, &fx_net, &cfg), 0);
+	uiw_tcp_set_engine(t2, 1, 2);
+	ck_assert_uint_eq(t2->sq_mbufs_max, 600);
+	ck_assert_uint_eq(t2->sq_mbufs_soft, 200);
+	uiw_tcp_destroy(t2);
+}
+END_TEST
+
 /* tcp_notsent_max: with nothing unsent the whole send buffer is offered; once data waits
  * unsent (here behind a shut window), no more than the limit is taken. */
 START_TEST(unsent_data_bounded_by_notsent_max)
@@ -1884,6 +1917,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, arp_shared_with_the_other_engines);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
+	tcase_add_test(tc, send_budget_capped_by_key);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);
 	tcase_add_test(tc, paws_allows_one_tick);
 	tcase_add_test(tc, syncookie_opens_connection_with_its_options);
