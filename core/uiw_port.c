@@ -1035,7 +1035,7 @@ static uint16_t tx_prepare(struct uiw_port *port, uint16_t n)
 	return n;
 }
 
-uint16_t uiw_port_flush(struct uiw_port *port)
+uint16_t uiw_port_flush_queued(struct uiw_port *port)
 {
 	uint16_t n = port->tx_n, sent;
 	uint32_t len[UIW_PORT_TX_BUF];

@@ -208,7 +208,15 @@ void uiw_port_read_pmd_counters(struct uiw_port *port);
  * order, for the next flush: a full ring is back-pressure, not loss (uiw_port_tx_room()).
  * @return the frames the PMD took.
  */
-uint16_t uiw_port_flush(struct uiw_port *port);
+uint16_t uiw_port_flush_queued(struct uiw_port *port);
+
+/** uiw_port_flush_queued(), after the check a poll pass with nothing to send makes. */
+static inline uint16_t uiw_port_flush(struct uiw_port *port)
+{
+	if (port->tx_n == 0 && port->fault == NULL)
+		return 0;
+	return uiw_port_flush_queued(port);
+}
 
 /** Flushes, then drops the queued frames the PMD did not take that refer to lent memory
  *  (counted as tx_drop_lent): their owner is taking the memory back. */

@@ -197,8 +197,9 @@ unsigned uiw_net_poll(struct uiw_net *net, uint64_t now)
 	uint16_t n = uiw_port_rx(net->port, pkts, (uint16_t)net->rx_burst);
 
 	uiw_net_input(net, pkts, n, now);
-	n += uiw_net_take_handed(net, now);
-	uiw_net_timer(net, now);
+	if (uiw_net_handed_waiting(net))
+		n += uiw_net_take_handed(net, now);
+	uiw_net_timer_due(net, now);
 	uiw_port_flush(net->port);
 	return n;
 }

@@ -175,6 +175,12 @@ bool uiw_net_hand(struct uiw_net *net, unsigned owner, struct rte_mbuf *m);
 /** Processes the frames other engines handed to @p net. @return frames processed. */
 unsigned uiw_net_take_handed(struct uiw_net *net, uint64_t now);
 
+/** Whether other engines handed @p net frames it has not taken yet. */
+static inline bool uiw_net_handed_waiting(const struct uiw_net *net)
+{
+	return net->inbox != NULL && !rte_ring_empty(net->inbox);
+}
+
 /** Frees every held packet. The port is not closed. */
 void uiw_net_fini(struct uiw_net *net);
 
@@ -186,6 +192,13 @@ void uiw_net_input(struct uiw_net *net, struct rte_mbuf **pkts, uint16_t n, uint
 
 /** ARP retries and expiry; cheap when called more often than every 10 ms. */
 void uiw_net_timer(struct uiw_net *net, uint64_t now);
+
+/** uiw_net_timer() when it is due: a poll pass's check. */
+static inline void uiw_net_timer_due(struct uiw_net *net, uint64_t now)
+{
+	if (now >= net->next_timer)
+		uiw_net_timer(net, now);
+}
 
 /**
  * One poll pass: one RX burst (at most cfg rx_burst frames), input, timers, TX flush.

@@ -55,7 +55,8 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 		if (c->flags & TF_DOOMED)
 			uiw_tcp_conn_drop(c, c->doom_err);
 	}
-	uiw_tcp_timers_run(t, now);
+	if (now >= t->timers_due)
+		uiw_tcp_timers_run(t, now);
 }
 
 /* A pass takes up to POLL_RX_ROUNDS bursts while the PMD hands full ones. A sender with
@@ -75,13 +76,17 @@ unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
 	for (unsigned r = 0; r < POLL_RX_ROUNDS; r++) {
 		uint16_t got = uiw_port_rx(t->port, pkts, burst);
 
+		if (got == 0)
+			break;
 		uiw_net_input(t->net, pkts, got, now);
 		n += got;
 		if (got < burst)
 			break;
 	}
-	n += uiw_net_take_handed(t->net, now);
-	uiw_net_timer(t->net, now);
+	/* A pass that finds nothing (most of them, polling) costs only these checks. */
+	if (uiw_net_handed_waiting(t->net))
+		n += uiw_net_take_handed(t->net, now);
+	uiw_net_timer_due(t->net, now);
 	uiw_tcp_run(t, now);
 	uiw_port_flush(t->port);
 	return n;

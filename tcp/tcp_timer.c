@@ -310,4 +310,5 @@ void uiw_tcp_timers_run(struct uiw_tcp *t, uint64_t now)
 			uiw_tcp_timer_arm(c);
 		}
 	}
+	t->timers_due = (t->wheel_tick + 1) * TCP_TICK_NS;   /* the next tick's start */
 }
