@@ -908,10 +908,15 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 /* Timers are rare (negotiation, the first FPDU's delay): a pass walks the connections
  * only once the earliest one set is due, not on every poll. */
 /* Calls writable for the connections refused with nothing in flight, each once (one that
- * is refused again goes back on the list for a later pass). */
+ * is refused again goes back on the list, at its tail, for a later pass). A connection
+ * with nothing in flight is refused for want of the engine's send budget or of mbufs,
+ * which its neighbours want as well: after STARVED_REFUSALS in a row the walk ends. With
+ * 512 connections sharing the budget, walking them all every 20 us made 600,000 refused
+ * sends in a 1.3 s run. */
+#define STARVED_REFUSALS 4
 static void retry_starved(struct uiw_mpa *m, uint64_t now)
 {
-	unsigned n = 0;
+	unsigned n = 0, refusals = 0;
 	struct uiw_mpa_conn *c;
 
 	m->starved_at = now + MPA_STARVED_RETRY_NS;
@@ -927,7 +932,10 @@ static void retry_starved(struct uiw_mpa *m, uint64_t now)
 			c->ulp->writable(c->ulp_arg, c);
 		else if (c->ops != NULL && c->ops->writable != NULL)
 			c->ops->writable(c->user, c);
+		refusals = c->starved ? refusals + 1 : 0;   /* before leave(): c may be freed */
 		leave(c);
+		if (refusals == STARVED_REFUSALS)
+			break;
 	}
 }
 
