@@ -79,8 +79,10 @@ static void conn_free(struct uiw_mpa_conn *c)
 	uiw_mpa_unpend(c);
 	c->m->c[UIW_MPA_C_rx_coalesced_octets] += c->rx.coalesced;
 	TAILQ_REMOVE(&c->m->conns, c, link);
-	if (c->starved)
+	if (c->starved) {
 		TAILQ_REMOVE(&c->m->starved, c, starved_link);
+		c->m->nstarved--;
+	}
 	if (c->timed)
 		TAILQ_REMOVE(&c->m->timed, c, timed_link);
 	c->m->nconns--;
@@ -465,6 +467,7 @@ static int refused(struct uiw_mpa_conn *c)
 	if (!c->starved && uiw_mpa_acked(c, uiw_mpa_tx_mark(c))) {
 		c->starved = true;
 		TAILQ_INSERT_TAIL(&c->m->starved, c, starved_link);
+		c->m->nstarved++;
 		mpa_count(c->m, UIW_MPA_C_tx_starved);
 	}
 	return -ENOBUFS;
@@ -905,8 +908,6 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 	return rc;
 }
 
-/* Timers are rare (negotiation, the first FPDU's delay): a pass walks the connections
- * only once the earliest one set is due, not on every poll. */
 /* Calls writable for the connections refused with nothing in flight, each once (one that
  * is refused again goes back on the list, at its tail, for a later pass). A connection
  * with nothing in flight is refused for want of the engine's send budget or of mbufs,
@@ -916,14 +917,13 @@ int uiw_mpa_accept(struct uiw_mpa_conn *c, const struct uiw_mpa_params *p,
 #define STARVED_REFUSALS 4
 static void retry_starved(struct uiw_mpa *m, uint64_t now)
 {
-	unsigned n = 0, refusals = 0;
+	unsigned n = m->nstarved, refusals = 0;   /* those on the list now, each once */
 	struct uiw_mpa_conn *c;
 
 	m->starved_at = now + MPA_STARVED_RETRY_NS;
-	TAILQ_FOREACH(c, &m->starved, starved_link)
-		n++;
 	while (n-- > 0 && (c = TAILQ_FIRST(&m->starved)) != NULL) {
 		TAILQ_REMOVE(&m->starved, c, starved_link);
+		m->nstarved--;
 		c->starved = false;
 		if (c->state != MPA_S_FULL)
 			continue;
@@ -939,6 +939,8 @@ static void retry_starved(struct uiw_mpa *m, uint64_t now)
 	}
 }
 
+/* Timers are rare (negotiation, the first FPDU's delay): a pass walks the connections
+ * only once the earliest one set is due, not on every poll. */
 void uiw_mpa_run(struct uiw_mpa *m, uint64_t now)
 {
 	struct uiw_mpa_conn *c, *next;

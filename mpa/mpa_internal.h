@@ -90,6 +90,7 @@ struct uiw_mpa {
 	 * of them: thousands of established connections have none). */
 	struct mpa_conn_list timed;
 	struct mpa_conn_list starved;   /* connections to call writable for (starved_link) */
+	unsigned nstarved;              /* on the starved list */
 	uint64_t starved_at;            /* not before: the pool refills between tries */
 	bool lend;                      /* uiw_mpa_send_lent() lends (config tx_zero_copy) */
 	bool lend_iova_va;              /* lent memory's IOVA is its address (EAL IOVA as VA) */
