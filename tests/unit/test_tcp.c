@@ -908,8 +908,8 @@ START_TEST(ooo_held_within_the_receive_budget)
 END_TEST
 
 /* Two connections whose peers keep their windows shut, each sent one-octet mbufs until TCP
- * refuses: the first may queue up to a quarter of the pool, the second still its own share
- * after that (before, one such connection could take the engine's whole send allowance). */
+ * refuses: the first may queue up to the soft limit, the second still its own share (its
+ * half of the soft limit, at most TCP_TX_SHARE) after that (before, one such connection could take the engine's whole send allowance). */
 START_TEST(send_queues_within_their_budget)
 {
 	struct out syn = establish_passive(NULL, 0), o;
@@ -929,7 +929,9 @@ START_TEST(send_queues_within_their_budget)
 	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
 		nb++;
 	ck_assert_uint_eq(na, T->sq_mbufs_soft);
-	ck_assert_uint_eq(nb, TCP_TX_SHARE);
+	ck_assert_uint_eq(T->tx_share, u32_min(TCP_TX_SHARE, T->sq_mbufs_soft / 2));
+	ck_assert_uint_gt(nb, 0);
+	ck_assert_uint_eq(nb, T->tx_share);
 	ck_assert_uint_eq(uiw_tcp_send_space(b), 0);
 	ck_assert_uint_le(T->sq_mbufs, T->sq_mbufs_max);
 	fake_port_clear(&fx_port);
@@ -945,9 +947,9 @@ START_TEST(send_budget_capped_by_key)
 	struct uiw_tcp *t2;
 	unsigned pool = test_pool()->size;
 
-	ck_assert_uint_gt(pool * 3 / 4, 1536);   /* the default key binds on this pool */
-	ck_assert_uint_eq(T->sq_mbufs_max, 1536);
-	ck_assert_uint_eq(T->sq_mbufs_soft, 512);
+	ck_assert_uint_gt(pool * 3 / 4, 768);   /* the default key binds on this pool */
+	ck_assert_uint_eq(T->sq_mbufs_max, 768);
+	ck_assert_uint_eq(T->sq_mbufs_soft, 256);
 	uiw_config_defaults(&cfg);
 	cfg.ip = IP_US;
 	cfg.prefix_len = 24;
