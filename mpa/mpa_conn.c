@@ -224,7 +224,7 @@ void uiw_mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	uiw_mpa_close(c);
 }
 
-int uiw_mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len)
+int uiw_mpa_send_ctrl(struct uiw_mpa_conn *c, const void *buf, uint32_t len)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(c->m->pool);
 
@@ -234,7 +234,7 @@ int uiw_mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len)
 		return -ENOBUFS;
 	}
 	memcpy(rte_pktmbuf_mtod(m, void *), buf, len);
-	return uiw_tcp_send(c->tcp, m, UIW_TCP_SEND_RECORD);
+	return uiw_tcp_send(c->tcp, m, UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL);
 }
 
 /* An mbuf chain of @p len octets, its pieces in @p out. */

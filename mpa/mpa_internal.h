@@ -122,7 +122,9 @@ void uiw_mpa_fail(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void uiw_mpa_set_reason(struct uiw_mpa_conn *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int uiw_mpa_send_bytes(struct uiw_mpa_conn *c, const void *buf, uint32_t len);
+/* Queues a negotiation message (MPA Request or Reply) of @p len octets: TCP takes it even
+ * when busy connections hold the engine's send budget (UIW_TCP_SEND_CTRL). */
+int uiw_mpa_send_ctrl(struct uiw_mpa_conn *c, const void *buf, uint32_t len);
 int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
 		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend, bool hold);
 void uiw_mpa_start_full(struct uiw_mpa_conn *c);

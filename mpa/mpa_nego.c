@@ -57,7 +57,7 @@ static int send_rr(struct uiw_mpa_conn *c, const struct uiw_mpa_rr_info *in)
 	uint8_t buf[UIW_MPA_RR_LEN + UIW_MPA_PD_MAX];
 	size_t len = uiw_mpa_rr_build(in, buf, sizeof(buf));
 
-	return len == 0 ? -EINVAL : uiw_mpa_send_bytes(c, buf, (uint32_t)len);
+	return len == 0 ? -EINVAL : uiw_mpa_send_ctrl(c, buf, (uint32_t)len);
 }
 
 void uiw_mpa_send_request(struct uiw_mpa_conn *c)
@@ -117,6 +117,15 @@ static int send_rtr(struct uiw_mpa_conn *c)
 		break;
 	}
 	mpa_count(c->m, UIW_MPA_C_rtr_tx);
+	/* TCP without room (busy connections hold the engine's send budget): the RTR waits
+	 * held, first in line, and goes with the next try (release_held()), rather than the
+	 * connection failing. */
+	if (c->release_at == 0 &&
+	    uiw_mpa_fpdu_wire_len(c->tx_pos, (uint32_t)iov.len, c->info.markers_tx) >
+		    uiw_tcp_send_space(c->tcp)) {
+		c->release_at = mpa_due(c, uiw_now_ns() + MPA_RELEASE_RETRY_NS);
+		c->release_retry = true;
+	}
 	return uiw_mpa_send_fpdu(c, &iov, 1, 1, NULL, c->release_at != 0);
 }
 

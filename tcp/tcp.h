@@ -167,6 +167,12 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 #define UIW_TCP_SEND_RECORD 0x1
 /** Flag for uiw_tcp_send(): data it refuses stays the caller's (it is not freed). */
 #define UIW_TCP_SEND_KEEP 0x2
+/** Flag for uiw_tcp_send(): a connection's control message (MPA's Request or Reply), taken
+ *  while the connection's queue is empty whatever tcp_sq_mbufs and the shares leave, as
+ *  long as all send queues hold under three quarters of the pool: a negotiation does not
+ *  fail for the budget that busy connections hold, and each connection queues at most one
+ *  such message at a time. */
+#define UIW_TCP_SEND_CTRL 0x4
 
 /** Pieces of the send queue this short are copied into the segment that sends them (a
  *  sum noted on them is not used). */

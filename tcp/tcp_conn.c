@@ -55,10 +55,11 @@ static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
 static void sq_limits(struct uiw_tcp *t, unsigned nengines)
 {
 	if (t->port->pool == NULL) {
-		t->sq_mbufs_max = t->sq_mbufs_soft = UINT32_MAX;
+		t->sq_mbufs_max = t->sq_mbufs_soft = t->sq_pool_max = UINT32_MAX;
 		return;
 	}
 	t->sq_mbufs_max = t->port->pool->size * 3 / 4 / nengines;
+	t->sq_pool_max = t->sq_mbufs_max;
 	t->sq_mbufs_soft = t->port->pool->size / 4 / nengines;
 	if (t->sq_cap < t->sq_mbufs_max) {
 		t->sq_mbufs_max = t->sq_cap;
@@ -493,7 +494,9 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 			rte_pktmbuf_free(m);
 		return -ENOTCONN;
 	}
-	if (m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
+	if ((flags & UIW_TCP_SEND_CTRL) && c->sq_mbufs == 0
+	    ? c->tcp->sq_mbufs + m->nb_segs > c->tcp->sq_pool_max || m->pkt_len > c->tcp->snd_buf
+	    : m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
 		if (!(flags & UIW_TCP_SEND_KEEP))
 			rte_pktmbuf_free(m);
 		return -ENOBUFS;

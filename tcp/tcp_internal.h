@@ -234,6 +234,7 @@ struct uiw_tcp {
 	unsigned sq_mbufs_soft;            /* beyond it, only connections within their share */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
 	unsigned sq_cap;                   /* tcp_sq_mbufs */
+	unsigned sq_pool_max;              /* sq_mbufs_max before the cap (UIW_TCP_SEND_CTRL) */
 	uint64_t timers_due;               /* the wheel has nothing to do before (ns) */
 	unsigned tx_share;                 /* each connection's share (uiw_tcp_tx_share_set()) */
 	/* Configuration. */

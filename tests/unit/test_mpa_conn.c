@@ -697,6 +697,50 @@ START_TEST(refused_send_with_nothing_in_flight_is_woken_by_the_poll)
 }
 END_TEST
 
+/* Busy connections hold each engine's whole send budget (tcp_sq_mbufs reached on both
+ * sides): the Request and the Reply still go (UIW_TCP_SEND_CTRL), the RTR waits held and
+ * goes once there is room, and the connection comes up. Before, the initiator failed at
+ * once ("cannot send the MPA Request"): 1,024 connects in flight to a 768-mbuf budget. */
+START_TEST(negotiation_while_the_send_budget_is_full)
+{
+	struct uiw_tcp *ta = pair_a.st.tcp, *tb = pair_b.st.tcp;
+	unsigned max_a = ta->sq_mbufs_max, max_b = tb->sq_mbufs_max;
+	struct uiw_mpa_params ip, lp;
+
+	params(&ip);
+	ip.rev = UIW_MPA_REV2;
+	ip.p2p = true;
+	ip.rtr = UIW_MPA_RTR_WRITE;
+	ip.first_delay_us = 0;   /* else the RTR is held for that delay anyway */
+	params(&lp);
+	rsp.accept_p = lp;
+	rsp.accept_p.rtr = UIW_MPA_RTR_WRITE;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	/* A budget of 96 mbufs, all held by others (the pool's three quarters are far). */
+	ta->sq_mbufs_max = tb->sq_mbufs_max = 96;
+	ta->sq_mbufs += 96;
+	tb->sq_mbufs += 96;
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini,
+					 uiw_now_ns(), &ini.c), 0);
+	pair_run_for(30);
+	ck_assert_msg(ini.established, "%s", ini.reason);
+	ck_assert(!ini.closed && !rsp.closed);
+	ck_assert(rsp.requested);
+	ck_assert(!rsp.established);                      /* the RTR is held */
+	ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_req_tx), 1);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_rep_tx), 1);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_rtr_rx), 0);
+	ck_assert_uint_ge(ctr(&pair_a, UIW_MPA_C_held_retry), 1);
+	ta->sq_mbufs -= 96;                               /* the others' data acknowledged */
+	tb->sq_mbufs -= 96;
+	ta->sq_mbufs_max = max_a;
+	tb->sq_mbufs_max = max_b;
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert_msg(rsp.established, "%s", rsp.reason);
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_rtr_rx), 1);
+}
+END_TEST
+
 /* rdma_cm lets an application ask for IRD/ORD 255: the Request advertises what a QP serves
  * (128), and so does the Reply of a responder asked for as much. */
 START_TEST(ird_ord_advertised_as_served)
@@ -1209,6 +1253,7 @@ int main(void)
 	tcase_add_test(tc, responder_holds_sends_until_first_fpdu);
 	tcase_add_test(tc, held_fpdus_wait_for_room_in_order);
 	tcase_add_test(tc, refused_send_with_nothing_in_flight_is_woken_by_the_poll);
+	tcase_add_test(tc, negotiation_while_the_send_budget_is_full);
 	tcase_add_test(tc, ird_ord_advertised_as_served);
 	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
 	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);

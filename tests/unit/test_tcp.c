@@ -971,6 +971,44 @@ START_TEST(send_budget_capped_by_key)
 }
 END_TEST
 
+/* A control message (MPA's Request or Reply) is taken while its connection's queue is
+ * empty even when another connection's stalled data holds the engine's whole budget; only
+ * one at a time, and never past the pool's three quarters. */
+START_TEST(ctrl_message_past_the_budget)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	struct uiw_tcp_conn *a = ev.accepted, *b;
+	unsigned na = 0;
+
+	T->sq_mbufs_max = 96;   /* as tcp_sq_mbufs=96 would make it */
+	T->sq_mbufs_soft = 32;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
+		na++;
+	ck_assert_uint_eq(na, 96);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(fx_port.nsent - 1, &o);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK, .win0 = true });
+	b = ev.accepted;
+	ck_assert_ptr_ne(a, b);
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("y", 1), UIW_TCP_SEND_RECORD), -ENOBUFS);
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
+	ck_assert_uint_eq(b->sq_mbufs, 1);
+	ck_assert_uint_eq(T->sq_mbufs, 97);
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL),
+			 -ENOBUFS);
+	ck_assert_uint_eq(b->sq_mbufs, 1);
+	/* The pool's three quarters still bind. */
+	uiw_tcp_sndq_clear(b);
+	T->sq_pool_max = T->sq_mbufs;
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL),
+			 -ENOBUFS);
+	ck_assert_uint_eq(b->sq_mbufs, 0);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
 /* tcp_notsent_max: with nothing unsent the whole send buffer is offered; once data waits
  * unsent (here behind a shut window), no more than the limit is taken. */
 START_TEST(unsent_data_bounded_by_notsent_max)
@@ -1920,6 +1958,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, send_budget_capped_by_key);
+	tcase_add_test(tc, ctrl_message_past_the_budget);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);
 	tcase_add_test(tc, paws_allows_one_tick);
 	tcase_add_test(tc, syncookie_opens_connection_with_its_options);
