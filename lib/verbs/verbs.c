@@ -874,14 +874,18 @@ static void cq_notify(void *arg, struct uiw_cq *core)
 	(void)core;
 	if (ch == NULL)
 		return;
+	bool was_empty;
+
 	pthread_mutex_lock(&uiw_ev_lock);   /* engines may push at once */
 	if (uiw_ring_full(&ch->ring)) {
 		pthread_mutex_unlock(&uiw_ev_lock);
 		return;
 	}
+	was_empty = uiw_ring_empty(&ch->ring);
 	ch->q[uiw_ring_push(&ch->ring)] = &c->cq;
 	pthread_mutex_unlock(&uiw_ev_lock);
-	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+	/* Readable while CQs wait: written for the first, read when the last is taken. */
+	if (was_empty && write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		return;
 }
 
@@ -938,15 +942,18 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct uiw_channel *ch = (struct uiw_channel *)channel;
-	bool nonblock = (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) != 0;
 	uint64_t v;
+	int fl = -1;
 
 	UIW_API_LOCK();
 
 	/* Progress is made here, or by the progress thread while this one sleeps on the fd
-	 * (a non-blocking fd: one pass, then EAGAIN). */
+	 * (a non-blocking fd: one pass, then EAGAIN). The fd's flags are asked for only when
+	 * there is nothing to take. */
 	while (uiw_ring_empty(&ch->ring))
-		if (!uiw_wait_some(channel->fd, nonblock) && uiw_ring_empty(&ch->ring))
+		if (!uiw_wait_some(channel->fd, ((fl < 0 ? (fl = fcntl(channel->fd, F_GETFL)) : fl) &
+						 O_NONBLOCK) != 0) &&
+		    uiw_ring_empty(&ch->ring))
 			return -1;   /* errno EAGAIN, or EINTR: a signal */
 	*cq = ch->q[uiw_ring_pop(&ch->ring)];
 	*cq_context = (*cq)->cq_context;
