@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +264,46 @@ START_TEST(rdma_cm_makes_what_the_program_leaves_out)
 }
 END_TEST
 
+/* The event channel's fd is readable exactly while events wait (programs poll() it): with
+ * two queued, after the first is taken, and not once both are (the eventfd is written for
+ * the first event only and read when the last goes). */
+START_TEST(event_fd_readable_while_events_wait)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
+	struct rdma_cm_id *a, *b;
+	struct rdma_cm_event *ev;
+	struct pollfd p;
+
+	cli.ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(cli.ch);
+	p = (struct pollfd){ .fd = cli.ch->fd, .events = POLLIN };
+	ck_assert_int_eq(fcntl(cli.ch->fd, F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(rdma_create_id(cli.ch, &a, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_create_id(cli.ch, &b, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	ck_assert_int_eq(rdma_resolve_addr(a, NULL, (struct sockaddr *)&sa, 2000), 0);
+	ck_assert_int_eq(rdma_resolve_addr(b, NULL, (struct sockaddr *)&sa, 2000), 0);
+	/* Both addresses resolve (ARP), neither event taken. */
+	for (uint64_t end = uiw_now_ns() + 200 * UIW_NS_PER_MS; uiw_now_ns() < end;)
+		uiw_verbs_progress();
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	ck_assert_int_eq(rdma_get_cm_event(cli.ch, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	ck_assert_int_eq(rdma_get_cm_event(cli.ch, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	ck_assert_int_eq(rdma_get_cm_event(cli.ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	ck_assert_int_eq(rdma_destroy_id(a), 0);
+	ck_assert_int_eq(rdma_destroy_id(b), 0);
+}
+END_TEST
+
 START_TEST(stag_keys_not_sequential)
 {
 	struct ibv_mr *mr[64];
@@ -447,6 +488,7 @@ int main(void)
 	tcase_add_test(tc, errors_as_the_man_pages_say);
 	tcase_add_test(tc, rdma_cm_makes_what_the_program_leaves_out);
 	tcase_add_test(tc, stag_keys_not_sequential);
+	tcase_add_test(tc, event_fd_readable_while_events_wait);
 	tcase_add_test(tc, reject_with_private_data);
 	tcase_add_test(tc, resolve_addr_times_out_unanswered);
 	tcase_add_test(tc, shared_receive_queue);
