@@ -1509,12 +1509,13 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 	}
 	w->wr_id = wr->wr_id;
 	w->signaled = q->sig_all | ((wr->send_flags & IBV_SEND_SIGNALED) != 0);
-	if (uiw_wr_op_orq(w->op) && w->op != UIW_WR_READ) {
-		w->rkey = wr->wr.atomic.rkey;
-		w->remote_addr = wr->wr.atomic.remote_addr;
-		return 0;
-	}
-	w->rkey = wr->wr.rdma.rkey;            /* used by Write and Read only */
+	/* Used by Write, Read and the atomics (whose remote address sits where the others'
+	 * does, their rkey elsewhere). */
+	_Static_assert(offsetof(struct ibv_send_wr, wr.rdma.remote_addr) ==
+			       offsetof(struct ibv_send_wr, wr.atomic.remote_addr),
+		       "struct ibv_send_wr: remote_addr at one place for RDMA and atomics");
+	w->rkey = w->op == UIW_WR_FETCH_ADD || w->op == UIW_WR_CMP_SWAP ? wr->wr.atomic.rkey
+									: wr->wr.rdma.rkey;
 	w->remote_addr = wr->wr.rdma.remote_addr;
 	return 0;
 }

@@ -108,7 +108,8 @@ static inline int uiw_api_lock_one(pthread_mutex_t *lock)
 }
 
 #define UIW_API_LOCK_ONE(lock)                                                               \
-	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock_one(lock)
+	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) =                     \
+		uiw_threaded ? uiw_api_lock_one(lock) : 0   /* @p lock looked up only if so */
 
 /* One poll pass over every device, the lock held. */
 unsigned uiw_verbs_progress_locked(void);
