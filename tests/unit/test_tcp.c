@@ -907,24 +907,32 @@ START_TEST(ooo_held_within_the_receive_budget)
 }
 END_TEST
 
+/* A second connection accepted (from PEER_PORT + 1) whose peer keeps its window shut. */
+static struct uiw_tcp_conn *accept_shut_window(struct uiw_tcp_conn *first)
+{
+	struct out o;
+
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(fx_port.nsent - 1, &o);
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK, .win0 = true });
+	ck_assert_ptr_ne(ev.accepted, first);
+	return ev.accepted;
+}
+
 /* Two connections whose peers keep their windows shut, each sent one-octet mbufs until TCP
  * refuses: the first may queue up to the soft limit, the second still its own share (its
  * half of the soft limit, at most TCP_TX_SHARE) after that (before, one such connection could take the engine's whole send allowance). */
 START_TEST(send_queues_within_their_budget)
 {
-	struct out syn = establish_passive(NULL, 0), o;
+	struct out syn = establish_passive(NULL, 0);
 	struct uiw_tcp_conn *a = ev.accepted, *b;
 	unsigned na = 0, nb = 0;
 
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
 	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
 		na++;
-	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
-	sent(fx_port.nsent - 1, &o);
-	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
-			      .flags = UIW_TCP_ACK, .win0 = true });
-	b = ev.accepted;
-	ck_assert_ptr_ne(a, b);
+	b = accept_shut_window(a);
 	ck_assert_uint_gt(uiw_tcp_send_space(b), 0);
 	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
 		nb++;
@@ -976,7 +984,7 @@ END_TEST
  * one at a time, and never past the pool's three quarters. */
 START_TEST(ctrl_message_past_the_budget)
 {
-	struct out syn = establish_passive(NULL, 0), o;
+	struct out syn = establish_passive(NULL, 0);
 	struct uiw_tcp_conn *a = ev.accepted, *b;
 	unsigned na = 0;
 
@@ -986,12 +994,7 @@ START_TEST(ctrl_message_past_the_budget)
 	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
 		na++;
 	ck_assert_uint_eq(na, 96);
-	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
-	sent(fx_port.nsent - 1, &o);
-	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .ack = o.seq + 1,
-			      .flags = UIW_TCP_ACK, .win0 = true });
-	b = ev.accepted;
-	ck_assert_ptr_ne(a, b);
+	b = accept_shut_window(a);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("y", 1), UIW_TCP_SEND_RECORD), -ENOBUFS);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
 	ck_assert_uint_eq(b->sq_mbufs, 1);
