@@ -717,9 +717,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	/* Whether to wait is asked of the fd (the program sets O_NONBLOCK on it) only when
 	 * there is nothing to take: a system call an event cost 8% of a 10,000-QP set-up. */
 	while (ch->head == NULL && !ch->dead)
-		if (!uiw_wait_some(channel->fd, ((fl < 0 ? (fl = fcntl(channel->fd, F_GETFL)) : fl) &
-						 O_NONBLOCK) != 0) &&
-		    ch->head == NULL) {
+		if (!uiw_wait_some(channel->fd, uiw_fd_nonblock(channel->fd, &fl)) && ch->head == NULL) {
 			err = errno;   /* EAGAIN, or EINTR: a signal */
 			break;
 		}

@@ -951,8 +951,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	 * (a non-blocking fd: one pass, then EAGAIN). The fd's flags are asked for only when
 	 * there is nothing to take. */
 	while (uiw_ring_empty(&ch->ring))
-		if (!uiw_wait_some(channel->fd, ((fl < 0 ? (fl = fcntl(channel->fd, F_GETFL)) : fl) &
-						 O_NONBLOCK) != 0) &&
+		if (!uiw_wait_some(channel->fd, uiw_fd_nonblock(channel->fd, &fl)) &&
 		    uiw_ring_empty(&ch->ring))
 			return -1;   /* errno EAGAIN, or EINTR: a signal */
 	*cq = ch->q[uiw_ring_pop(&ch->ring)];

@@ -9,6 +9,7 @@
 #include "rdmap.h"
 #include "uiw_verbs.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -124,6 +125,15 @@ void uiw_inline_pass(void);
  * handler would have interrupted a kernel read(): installed without SA_RESTART).
  */
 bool uiw_wait_some(int fd, bool nonblock);
+
+/* Whether the program made @p fd non-blocking, asked of the kernel once per call that
+ * must wait (*@p flags starts at -1) and not by calls that find something to take. */
+static inline bool uiw_fd_nonblock(int fd, int *flags)
+{
+	if (*flags < 0)
+		*flags = fcntl(fd, F_GETFL);
+	return (*flags & O_NONBLOCK) != 0;
+}
 
 /* What rsockets show of the TCP connection under a QP (TCP_INFO, the shutdown linger). */
 struct uiw_qp_tcp {
