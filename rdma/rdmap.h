@@ -254,25 +254,25 @@ struct uiw_sq {
 };
 
 /*
- * Posting without sending (the verbs fast path): fill the slot uiw_sq_next() gives (NULL:
- * the queue is full; the caller checks the WR as uiw_qp_post_send() would) and queue it
- * with uiw_sq_commit(); after a batch, uiw_qp_posted() says whether the QP has work to
- * send, which uiw_qp_kick() starts (later, from the progress loop).
+ * Posting without sending (the verbs fast path): take the slot uiw_sq_slot() gives (NULL:
+ * the queue is full; the caller checks the WR as uiw_qp_post_send() would), fill its .wr,
+ * and queue it with uiw_sq_commit(); after a batch, uiw_qp_posted() says whether the QP has
+ * work to send, which uiw_qp_kick() starts (later, from the progress loop).
  */
 struct uiw_sq *uiw_qp_sq(struct uiw_qp *qp);
 
-static inline struct uiw_send_wr *uiw_sq_next(struct uiw_sq *sq)
+static inline struct uiw_sq_entry *uiw_sq_slot(struct uiw_sq *sq)
 {
-	return sq->tail - sq->comp == sq->cap ? NULL : &sq->e[sq->tail & sq->mask].wr;
+	return sq->tail - sq->comp == sq->cap ? NULL : &sq->e[sq->tail & sq->mask];
 }
 
-static inline void uiw_sq_commit(struct uiw_sq *sq)
+/* @p e: the slot uiw_sq_slot() gave, not computed again from the tail. */
+static inline void uiw_sq_commit(struct uiw_sq *sq, struct uiw_sq_entry *e)
 {
-	struct uiw_sq_entry *e = &sq->e[sq->tail++ & sq->mask];
-
 	e->done = false;
 	e->status = UIW_WC_SUCCESS;
 	e->len = 0;
+	sq->tail++;
 }
 
 bool uiw_qp_posted(struct uiw_qp *qp);

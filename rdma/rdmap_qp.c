@@ -326,7 +326,7 @@ void uiw_qp_kick(struct uiw_qp *qp)
 
 int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 {
-	struct uiw_send_wr *slot;
+	struct uiw_sq_entry *slot;
 
 	if (wr->nsge > UIW_MAX_SGE || (uiw_wr_op_orq(wr->op) && wr->nsge != 1) ||
 	    (uiw_wr_op_orq(wr->op) && wr->op != UIW_WR_READ && wr->sg[0].len != 8))
@@ -336,11 +336,11 @@ int uiw_qp_post_send(struct uiw_qp *qp, const struct uiw_send_wr *wr)
 	if ((wr->op == UIW_WR_SEND_IMM && !(qp->ext & UIW_MPA_EXT_SEND_IMM)) ||
 	    (wr->op >= UIW_WR_WRITE_IMM && wr->op <= UIW_WR_CMP_SWAP && !(qp->ext & UIW_MPA_EXT_RFC7306)))
 		return -EOPNOTSUPP;
-	slot = uiw_sq_next(&qp->sq);
+	slot = uiw_sq_slot(&qp->sq);
 	if (slot == NULL)
 		return -ENOMEM;
-	*slot = *wr;
-	uiw_sq_commit(&qp->sq);
+	slot->wr = *wr;
+	uiw_sq_commit(&qp->sq, slot);
 	if (uiw_qp_posted(qp))
 		uiw_qp_pump(qp);
 	return 0;

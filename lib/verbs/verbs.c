@@ -1412,9 +1412,10 @@ static int refused_ext(const struct uiw_qp_v *q, bool send_imm)
 
 /* RFC 7306 work requests (Write with immediate data, fetch-and-add, compare-and-swap) and
  * uiwarp's Send with immediate data. */
-static int fill_ext(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w,
-		    bool se)
+static int fill_ext(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w)
 {
+	bool se = (wr->send_flags & IBV_SEND_SOLICITED) != 0;
+
 	if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
 		if (!(uiw_qp_ext(q->core) & UIW_MPA_EXT_SEND_IMM))
 			return refused_ext(q, true);
@@ -1435,6 +1436,7 @@ static int fill_ext(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw
 	if (wr->num_sge != 1 || wr->sg_list[0].length != 8 || (wr->send_flags & IBV_SEND_INLINE))
 		return EINVAL;
 	w->op = wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? UIW_WR_FETCH_ADD : UIW_WR_CMP_SWAP;
+	w->rkey = wr->wr.atomic.rkey;
 	w->compare_add = wr->wr.atomic.compare_add;
 	w->swap = wr->wr.atomic.swap;
 	return 0;
@@ -1447,15 +1449,24 @@ static int fill_ext(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw
  */
 static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct uiw_send_wr *w)
 {
-	/* The SE forms sit two above the plain ones in enum uiw_wr_op. */
+	/* The SE forms sit two above the plain ones in enum uiw_wr_op (asked for by the Sends
+	 * alone: not on a Write's path). */
 	_Static_assert(UIW_WR_SEND_SE == UIW_WR_SEND + 2 && UIW_WR_SEND_SE_INV == UIW_WR_SEND_INV + 2,
 		       "enum uiw_wr_op: SE forms two above the plain ones");
-	unsigned se = (wr->send_flags & IBV_SEND_SOLICITED) ? 2u : 0u;
+#define SEND_SE(wr) (((wr)->send_flags & IBV_SEND_SOLICITED) ? 2u : 0u)
 
+	/* Used by Write, Read and the atomics, whose remote address sits where the others'
+	 * does; their rkey sits elsewhere, and fill_ext() takes it from there. Taken for every
+	 * opcode: no test on the path of all. */
+	_Static_assert(offsetof(struct ibv_send_wr, wr.rdma.remote_addr) ==
+			       offsetof(struct ibv_send_wr, wr.atomic.remote_addr),
+		       "struct ibv_send_wr: remote_addr at one place for RDMA and atomics");
+	w->rkey = wr->wr.rdma.rkey;
+	w->remote_addr = wr->wr.rdma.remote_addr;
 	switch (wr->opcode) {
-	case IBV_WR_SEND: w->op = (enum uiw_wr_op)(UIW_WR_SEND + se); break;
+	case IBV_WR_SEND: w->op = (enum uiw_wr_op)(UIW_WR_SEND + SEND_SE(wr)); break;
 	case IBV_WR_SEND_WITH_INV:
-		w->op = (enum uiw_wr_op)(UIW_WR_SEND_INV + se);
+		w->op = (enum uiw_wr_op)(UIW_WR_SEND_INV + SEND_SE(wr));
 		w->inv_stag = wr->invalidate_rkey;
 		break;
 	case IBV_WR_RDMA_WRITE: w->op = UIW_WR_WRITE; break;
@@ -1470,7 +1481,7 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_ATOMIC_CMP_AND_SWP: {
-		int rc = fill_ext(q, wr, w, se != 0);
+		int rc = fill_ext(q, wr, w);
 
 		if (rc != 0)
 			return rc;
@@ -1508,16 +1519,9 @@ static int fill_send(struct uiw_qp_v *q, const struct ibv_send_wr *wr, struct ui
 	}
 	w->wr_id = wr->wr_id;
 	w->signaled = q->sig_all | ((wr->send_flags & IBV_SEND_SIGNALED) != 0);
-	/* Used by Write, Read and the atomics (whose remote address sits where the others'
-	 * does, their rkey elsewhere). */
-	_Static_assert(offsetof(struct ibv_send_wr, wr.rdma.remote_addr) ==
-			       offsetof(struct ibv_send_wr, wr.atomic.remote_addr),
-		       "struct ibv_send_wr: remote_addr at one place for RDMA and atomics");
-	w->rkey = w->op == UIW_WR_FETCH_ADD || w->op == UIW_WR_CMP_SWAP ? wr->wr.atomic.rkey
-									: wr->wr.rdma.rkey;
-	w->remote_addr = wr->wr.rdma.remote_addr;
 	return 0;
 }
+#undef SEND_SE
 
 /*
  * The fast path: each WR is written straight into the send queue and the QP goes on its
@@ -1529,27 +1533,30 @@ static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 {
 	struct uiw_qp_v *q = (struct uiw_qp_v *)qp;
 	UIW_API_LOCK_ONE(uiw_eng_lock(&q->dev->eng[q->eng]));
-	uint32_t first = q->sq->tail;
+	/* Held in a local: the stores through each slot could otherwise be q->sq for all the
+	 * compiler knows, and it would load it again after them. */
+	struct uiw_sq *sq = q->sq;
+	uint32_t first = sq->tail;
 	int rc = 0;
 
 	for (; wr != NULL; wr = wr->next) {
-		struct uiw_send_wr *w = uiw_sq_next(q->sq);
+		struct uiw_sq_entry *e = uiw_sq_slot(sq);
 
-		if (w == NULL) {
+		if (e == NULL) {
 			rc = ENOMEM;
 			break;
 		}
-		rc = fill_send(q, wr, w);
+		rc = fill_send(q, wr, &e->wr);
 		if (rc != 0)
 			break;
-		uiw_sq_commit(q->sq);
+		uiw_sq_commit(sq, e);
 	}
 	if (rc != 0) {
 		*bad = wr;
 		if (whole)
-			q->sq->tail = first;
+			sq->tail = first;
 	}
-	if (q->sq->tail != first && !q->kicked && uiw_qp_posted(q->core)) {
+	if (sq->tail != first && !q->kicked && uiw_qp_posted(q->core)) {
 		struct uiw_eng *g = &q->dev->eng[q->eng];
 
 		q->kicked = true;
