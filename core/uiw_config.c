@@ -27,7 +27,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->tcp_rcv_buf = 4u << 20;
 	cfg->tcp_snd_buf = 4u << 20;
 	cfg->tcp_notsent_max = 128u << 10;
-	cfg->tcp_sq_mbufs = 768;
+	cfg->tcp_sq_mbufs = 384;
 	cfg->tcp_delack_us = 500;
 	cfg->tcp_min_rto_ms = 200;
 	cfg->tcp_init_rto_ms = 1000;

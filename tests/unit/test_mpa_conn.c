@@ -700,7 +700,7 @@ END_TEST
 /* Busy connections hold each engine's whole send budget (tcp_sq_mbufs reached on both
  * sides): the Request and the Reply still go (UIW_TCP_SEND_CTRL), the RTR waits held and
  * goes once there is room, and the connection comes up. Before, the initiator failed at
- * once ("cannot send the MPA Request"): 1,024 connects in flight to a 768-mbuf budget. */
+ * once ("cannot send the MPA Request"): 1,024 connects in flight to a 768-mbuf budget (the default then). */
 START_TEST(negotiation_while_the_send_budget_is_full)
 {
 	struct uiw_tcp *ta = pair_a.st.tcp, *tb = pair_b.st.tcp;
