@@ -171,7 +171,8 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
  *  while the connection's queue is empty whatever tcp_sq_mbufs and the shares leave, as
  *  long as all send queues hold under three quarters of the pool: a negotiation does not
  *  fail for the budget that busy connections hold, and each connection queues at most one
- *  such message at a time. */
+ *  such message at a time. Counted apart from the data budget, so that peers that leave
+ *  such messages unacknowledged do not hold what the others' data needs. */
 #define UIW_TCP_SEND_CTRL 0x4
 
 /** Pieces of the send queue this short are copied into the segment that sends them (a
@@ -264,7 +265,7 @@ struct uiw_tcp_gauges {
 	unsigned conns;          /**< TCBs in use */
 	unsigned half_open;      /**< of which SYN-RECEIVED, counted by their listeners */
 	unsigned rx_mbufs;       /**< mbufs held by reassembly queues and the layer above */
-	unsigned sq_mbufs;       /**< mbufs held by send queues */
+	unsigned sq_mbufs;       /**< mbufs held by send queues (control messages' too) */
 };
 void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g);
 

@@ -494,9 +494,14 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 			rte_pktmbuf_free(m);
 		return -ENOTCONN;
 	}
-	if ((flags & UIW_TCP_SEND_CTRL) && c->sq_mbufs == 0
-	    ? c->tcp->sq_mbufs + m->nb_segs > c->tcp->sq_pool_max || m->pkt_len > c->tcp->snd_buf
-	    : m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
+	/* A control message is counted apart from the data budget (sq_ctrl): a peer that
+	 * never acknowledges our Reply holds its mbuf, and hundreds of such peers would
+	 * otherwise hold the budget every other connection's data needs. */
+	bool ctrl = (flags & UIW_TCP_SEND_CTRL) && c->sq_mbufs == 0;
+
+	if (ctrl ? c->tcp->sq_mbufs + c->tcp->sq_ctrl + m->nb_segs > c->tcp->sq_pool_max ||
+			   m->pkt_len > c->tcp->snd_buf
+		 : m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
 		if (!(flags & UIW_TCP_SEND_KEEP))
 			rte_pktmbuf_free(m);
 		return -ENOBUFS;
@@ -505,7 +510,12 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 		rte_pktmbuf_free(m);
 		return 0;
 	}
-	c->tcp->sq_mbufs += m->nb_segs;
+	if (ctrl) {
+		c->tcp->sq_ctrl += m->nb_segs;
+		c->sq_ctrl = m->nb_segs;
+	} else {
+		c->tcp->sq_mbufs += m->nb_segs;
+	}
 	c->sq_mbufs += m->nb_segs;
 	/* The queue is a list of single segments; a record start is marked on its first. */
 	for (last = m; last->next != NULL; last = last->next)
@@ -606,7 +616,7 @@ void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g)
 	for (unsigned i = 0; i < TCP_MAX_LISTENERS; i++)
 		g->half_open += t->listeners[i].port != 0 ? t->listeners[i].pending : 0;
 	g->rx_mbufs = t->rx_mbufs;
-	g->sq_mbufs = t->sq_mbufs;
+	g->sq_mbufs = t->sq_mbufs + t->sq_ctrl;
 }
 
 void uiw_tcp_close_all(struct uiw_tcp *t)

@@ -148,6 +148,7 @@ struct uiw_tcp_conn {
 	uint32_t rxt_snd_max;              /* snd_max when a hole was last retransmitted */
 	struct tcp_sndq sq;
 	uint32_t sq_mbufs;                 /* mbufs of sq (TCP_TX_SHARE) */
+	uint32_t sq_ctrl;                  /* of them, a control message's at its head */
 
 	/* Receive sequence space. */
 	uint32_t irs, rcv_nxt, rcv_adv;
@@ -230,7 +231,8 @@ struct uiw_tcp {
 	bool rss_stray_said;               /* rss_stray() (tcp_in.c) has logged its warning */
 	unsigned rx_mbufs;                 /* receive holds of all connections */
 	unsigned rx_mbufs_soft, rx_mbufs_hard;
-	unsigned sq_mbufs;                 /* mbufs held by all send queues */
+	unsigned sq_mbufs;                 /* mbufs held by all send queues, but: */
+	unsigned sq_ctrl;                  /* control messages' (UIW_TCP_SEND_CTRL), counted apart */
 	unsigned sq_mbufs_soft;            /* beyond it, only connections within their share */
 	unsigned sq_mbufs_max;             /* the rest of the pool stays for receiving */
 	unsigned sq_cap;                   /* tcp_sq_mbufs */
@@ -355,12 +357,13 @@ static inline void uiw_tcp_tx_share_set(struct uiw_tcp *t)
 }
 
 /* Whether @p c may queue @p more mbufs to send: within its share, or while all send
- * queues together are under sq_mbufs_soft; never past sq_mbufs_max. */
+ * queues together are under sq_mbufs_soft; never past sq_mbufs_max, nor, with the control
+ * messages, past sq_pool_max. */
 static inline bool uiw_tcp_tx_fits(const struct uiw_tcp_conn *c, uint32_t more)
 {
 	const struct uiw_tcp *t = c->tcp;
 
-	if (t->sq_mbufs + more > t->sq_mbufs_max)
+	if (t->sq_mbufs + more > t->sq_mbufs_max || t->sq_mbufs + t->sq_ctrl + more > t->sq_pool_max)
 		return false;
 	return c->sq_mbufs + more <= t->tx_share || t->sq_mbufs + more <= t->sq_mbufs_soft;
 }
@@ -376,6 +379,17 @@ static inline bool uiw_tcp_rx_fits(const struct uiw_tcp_conn *c, uint32_t more)
 	return mine <= TCP_RX_SHARE || t->rx_mbufs + more <= t->rx_mbufs_soft;
 }
 void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
+/* One mbuf of @p c's send queue freed from its head: a control message's first. */
+static inline void uiw_tcp_sq_mbuf_gone(struct uiw_tcp_conn *c)
+{
+	c->sq_mbufs--;
+	if (c->sq_ctrl > 0) {
+		c->sq_ctrl--;
+		c->tcp->sq_ctrl--;
+	} else {
+		c->tcp->sq_mbufs--;
+	}
+}
 void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c);
 
 /* tcp_timer.c */

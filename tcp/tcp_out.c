@@ -45,8 +45,7 @@ void uiw_tcp_sndq_clear(struct uiw_tcp_conn *c)
 		lent |= RTE_MBUF_HAS_EXTBUF(m);
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
-		c->tcp->sq_mbufs--;
-		c->sq_mbufs--;
+		uiw_tcp_sq_mbuf_gone(c);
 		m = next;
 	}
 	memset(q, 0, sizeof(*q));
@@ -73,8 +72,7 @@ void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 			q->cur = NULL;
 		m->next = NULL;
 		rte_pktmbuf_free_seg(m);
-		c->tcp->sq_mbufs--;
-		c->sq_mbufs--;
+		uiw_tcp_sq_mbuf_gone(c);
 	}
 	q->head_off = acked;
 	if (q->head == NULL) {

@@ -1000,7 +1000,8 @@ START_TEST(ctrl_message_past_the_budget)
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("y", 1), UIW_TCP_SEND_RECORD), -ENOBUFS);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
 	ck_assert_uint_eq(b->sq_mbufs, 1);
-	ck_assert_uint_eq(T->sq_mbufs, 97);
+	ck_assert_uint_eq(T->sq_mbufs, 96);   /* counted apart */
+	ck_assert_uint_eq(T->sq_ctrl, 1);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL),
 			 -ENOBUFS);
 	ck_assert_uint_eq(b->sq_mbufs, 1);
@@ -1010,6 +1011,48 @@ START_TEST(ctrl_message_past_the_budget)
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL),
 			 -ENOBUFS);
 	ck_assert_uint_eq(b->sq_mbufs, 0);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
+/* Control messages that peers leave unacknowledged (an MPA Reply to a peer that went
+ * quiet) are counted apart from the data budget: the other connections' data still gets
+ * all of it. Together they stay within the pool's three quarters. */
+START_TEST(unacked_ctrl_messages_leave_the_data_budget)
+{
+	struct out syn = establish_passive(NULL, 0);
+	struct uiw_tcp_conn *a = ev.accepted, *b;
+	unsigned na = 0;
+
+	T->sq_mbufs_max = T->sq_mbufs_soft = 96;   /* no shares in the way */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	b = accept_shut_window(a);
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("rep", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
+	ck_assert_uint_eq(T->sq_ctrl, 1);
+	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
+		na++;
+	ck_assert_uint_eq(na, 96);
+	ck_assert_uint_eq(T->sq_mbufs, 96);
+	/* Freed from the head of b's queue: the control count goes back, not the data's. */
+	uiw_tcp_sndq_clear(b);
+	ck_assert_uint_eq(T->sq_ctrl, 0);
+	ck_assert_uint_eq(b->sq_ctrl, 0);
+	ck_assert_uint_eq(T->sq_mbufs, 96);
+	/* Data and control messages together: within the pool's three quarters. */
+	uiw_tcp_sndq_clear(a);
+	ck_assert_uint_eq(T->sq_mbufs, 0);
+	T->sq_pool_max = 96;
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("rep", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
+	for (na = 0; uiw_tcp_send(a, frame_copy("x", 1), 0) == 0; na++)
+		;
+	ck_assert_uint_eq(na, 95);
+	/* Data after a control message in the same queue is data. */
+	uiw_tcp_sndq_clear(a);
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("z", 1), 0), 0);
+	ck_assert_uint_eq(T->sq_ctrl, 1);
+	ck_assert_uint_eq(T->sq_mbufs, 1);
+	uiw_tcp_sndq_clear(b);
+	ck_assert_uint_eq(T->sq_ctrl + T->sq_mbufs, 0);
 	fake_port_clear(&fx_port);
 }
 END_TEST
@@ -1906,7 +1949,8 @@ END_TEST
  * hundreds of them cannot take the send queues to sq_mbufs_max between them). */
 START_TEST(send_share_shrinks_with_many_connections)
 {
-	struct uiw_tcp t = { .sq_mbufs_soft = 2048, .sq_mbufs_max = 6144, .sq_mbufs = 3000 };
+	struct uiw_tcp t = { .sq_mbufs_soft = 2048, .sq_mbufs_max = 6144, .sq_pool_max = 6144,
+			     .sq_mbufs = 3000 };
 	struct uiw_tcp_conn c = { .tcp = &t, .sq_mbufs = 100 };
 
 	t.nconns = 4;          /* share 256 */
@@ -1964,6 +2008,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, send_budget_capped_by_key);
 	tcase_add_test(tc, ctrl_message_past_the_budget);
+	tcase_add_test(tc, unacked_ctrl_messages_leave_the_data_budget);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);
 	tcase_add_test(tc, paws_allows_one_tick);
 	tcase_add_test(tc, syncookie_opens_connection_with_its_options);
