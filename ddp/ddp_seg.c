@@ -114,12 +114,16 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 	if (mul <= hdr_len)
 		return -EMSGSIZE;
 	do {
-		struct uiw_mpa_iov iov[1 + SEG_PIECES] = { { hdr, hdr_len } };
+		/* Only the entries slice() fills are read: an initializer would clear all of them
+		 * (a rep stos, most of this function's time) for each FPDU. */
+		struct uiw_mpa_iov iov[1 + SEG_PIECES];
 		uint32_t room = mul - hdr_len;
 		uint32_t want = total - tx->off < room ? (uint32_t)(total - tx->off) : room;
 		unsigned ncopy = tx->off < body_len ? 2 : 1;   /* the header, and the body's piece */
 		unsigned k = slice(body, body_len, sg, n, tx->off, want, iov + 1);
 		uint32_t len = 0;
+
+		iov[0] = (struct uiw_mpa_iov){ hdr, hdr_len };
 
 		for (unsigned i = 1; i <= k; i++)
 			len += iov[i].len;
