@@ -118,12 +118,21 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 				    "Send with Invalidate: the STag cannot be invalidated");
 		mr->valid = false;
 	}
-	struct uiw_wc wc = { .wr_id = qp->rx_cur.wr_id, .op = UIW_WC_RECV,
-			     .byte_len = uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND),
-			     .qp_num = qp->qp_num, .with_inv = inv, .inv_stag = inv ? s->rsvd_ulp : 0,
-			     .with_imm = imm, .imm = imm ? uiw_be32_of(s->rsvd_ulp).raw : 0,
-			     .solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV ||
-					  op == UIW_RDMAP_SEND_IMM_SE };
+	/* Each field set by name, not by an initializer: GCC cleared the whole structure
+	 * first with a rep stos (tens of cycles to start) for every Send received. */
+	struct uiw_wc wc;
+
+	wc.wr_id = qp->rx_cur.wr_id;
+	wc.status = UIW_WC_SUCCESS;
+	wc.op = UIW_WC_RECV;
+	wc.byte_len = uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND);
+	wc.qp_num = qp->qp_num;
+	wc.inv_stag = inv ? s->rsvd_ulp : 0;
+	wc.with_inv = inv;
+	wc.solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV ||
+		       op == UIW_RDMAP_SEND_IMM_SE;
+	wc.with_imm = imm;
+	wc.imm = imm ? uiw_be32_of(s->rsvd_ulp).raw : 0;
 
 	qp->rx_have_cur = false;
 	qp_count(qp, UIW_RDMAP_C_rx_send);
