@@ -30,6 +30,15 @@ uint16_t uiw_csum_raw(const void *buf, size_t len);
  */
 uint16_t uiw_copy_sum(void *dst, const void *src, size_t len);
 
+/** A sum gathered from uiw_raw_sum() / uiw_copy_sum() parts (each in host-order words,
+ *  added as they lie in memory), folded and given as uiw_inet_sum_mbuf() does. */
+static inline uint16_t uiw_inet_sum_of_raw(uint32_t raw)
+{
+	raw = (raw & 0xffff) + (raw >> 16);
+	raw = (raw & 0xffff) + (raw >> 16);
+	return rte_be_to_cpu_16((uint16_t)raw);
+}
+
 /**
  * As uiw_inet_sum() over bytes [off, off+len) of an mbuf chain; the range must exist.
  * Not rte_raw_cksum_mbuf(): in DPDK 22.11 it truncates the unreduced sum of a segment that

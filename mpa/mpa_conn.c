@@ -382,7 +382,7 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		 * TCP sums in software, the copy sums too, and TCP takes that sum. */
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), *q = d + 2;
 		uint32_t pad = uiw_mpa_pad((uint32_t)ulen);
-		bool sum = wire > UIW_TCP_TX_COPY_MAX && uiw_tcp_sums_wanted(c->tcp);
+		bool sum = wire > uiw_tcp_tx_copy_max(c->tcp) && uiw_tcp_sums_wanted(c->tcp);
 		uint32_t s = 0;
 
 		uiw_mpa_ulpdu_len_set(d, (uint16_t)ulen);

@@ -176,8 +176,13 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 #define UIW_TCP_SEND_CTRL 0x4
 
 /** Pieces of the send queue this short are copied into the segment that sends them (a
- *  sum noted on them is not used). */
+ *  sum noted on them is not used); on a port whose PMD copies each frame anyway, every
+ *  piece that fits the segment's first mbuf is (uiw_tcp_tx_copy_max()). */
 #define UIW_TCP_TX_COPY_MAX 256
+
+/** The longest piece of the send queue TCP copies into a segment rather than refers to:
+ *  a caller that sums what it queues need not sum pieces this short. */
+uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c);
 
 /** True when TCP sums what it sends itself (the port has no TCP checksum offload): a caller
  *  that copies its data anyway may sum it in that pass (uiw_tcp_mark_summed()). */

@@ -468,6 +468,11 @@ uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c)
 	return c->mss;
 }
 
+uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c)
+{
+	return c->tcp->port->tx_ext ? UINT16_MAX : UIW_TCP_TX_COPY_MAX;
+}
+
 bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c)
 {
 	return c->tcp->summed_flag != 0 &&

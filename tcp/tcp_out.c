@@ -148,38 +148,68 @@ static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t
 
 #define TCP_MAX_TX_SEGS 8 /* mbufs one segment may chain */
 
+/* No sum of the payload copied into the segment's first mbuf (sndq_put()). */
+#define PAYLOAD_SUM_NONE UINT32_MAX
+
+/* Copies @p n octets from @p src to @p dst, at octet @p at of the segment's first mbuf;
+ * with @p psum (not PAYLOAD_SUM_NONE), sums them in the same pass into it. */
+static void copy_in(char *dst, const char *src, uint32_t n, uint32_t at, uint32_t *psum)
+{
+	uint16_t part;
+
+	if (psum == NULL || *psum == PAYLOAD_SUM_NONE) {
+		memcpy(dst, src, n);
+		return;
+	}
+	part = uiw_copy_sum(dst, src, n);
+	/* A piece that starts at an odd octet has its words shifted by one. */
+	*psum += (at & 1) ? rte_bswap16(part) : part;
+}
+
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
  * mbuf on the queued data chained after the header, so the payload is not copied; the
- * queued mbuf then lives until both the queue and the PMD are done with it.
+ * queued mbuf then lives until both the queue and the PMD are done with it. *@p psum
+ * (when not NULL) gathers the sum of what is copied into @p seg's first mbuf, and becomes
+ * PAYLOAD_SUM_NONE once any of the payload lies elsewhere.
  * @return false when that was not possible. */
 static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, uint32_t n,
 		     struct rte_mbuf *seg, struct rte_mbuf **last, bool attach, unsigned max_segs,
-		     bool tso)
+		     bool tso, uint32_t *psum)
 {
 	struct rte_mbuf *t = *last, *mi;
 	char *dst;
 
+	if (psum != NULL && t != seg)
+		*psum = PAYLOAD_SUM_NONE;
+
 	/* Lent memory goes to the PMD by reference only where the PMD copies the frame at
 	 * once (uiw_port.tx_ext); else it is copied here. A short piece is copied too: an
 	 * indirect mbuf (allocated, attached, detached, freed) costs more than the copy, and
-	 * the PMD then takes one buffer instead of two. Not in a TSO frame, whose header
-	 * mbuf would fill. */
-	if (!tso && n <= UIW_TCP_TX_COPY_MAX && RTE_MBUF_DIRECT(t) && rte_pktmbuf_tailroom(t) >= n) {
-		memcpy(rte_pktmbuf_mtod_offset(t, char *, t->data_len),
-		       rte_pktmbuf_mtod_offset(m, const char *, off), n);
+	 * the PMD then takes one buffer instead of two. Where the PMD copies the frame
+	 * anyway (tx_ext), so is every piece that fits: the reference saved no copy there,
+	 * and its two atomic reference-count updates, the second in the PMD's free right
+	 * after its copy, waited on that copy's stores (perf put half of a memif sender's
+	 * samples on it). Not in a TSO frame, whose header mbuf would fill. */
+	if (!tso && n <= uiw_tcp_tx_copy_max(c) && RTE_MBUF_DIRECT(t) && rte_pktmbuf_tailroom(t) >= n) {
+		copy_in(rte_pktmbuf_mtod_offset(t, char *, t->data_len),
+			rte_pktmbuf_mtod_offset(m, const char *, off), n, t->data_len, psum);
 		t->data_len = (uint16_t)(t->data_len + n);
 		seg->pkt_len += n;
 		return true;
 	}
 	if (!attach || (RTE_MBUF_HAS_EXTBUF(m) && !c->tcp->port->tx_ext && !c->tcp->port->tx_dma)) {
+		uint32_t at = t->data_len;
+
 		dst = rte_pktmbuf_append(seg, (uint16_t)n);
 		if (dst == NULL)
 			return false;
-		memcpy(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n);
+		copy_in(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n, at, psum);
 		return true;
 	}
 	if (seg->nb_segs >= max_segs)
 		return false;
+	if (psum != NULL)
+		*psum = PAYLOAD_SUM_NONE;
 	mi = rte_pktmbuf_alloc(c->tcp->port->pool);
 	if (mi == NULL)
 		return false;
@@ -210,10 +240,11 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 /*
  * Appends up to @p max bytes from sequence @p seq to @p seg, stopping before a record
  * start (UIW_TCP_SEND_RECORD) that is not the first byte, unless the frame is one for
- * TSO (@p tso). @return bytes appended.
+ * TSO (@p tso). @p psum: as for sndq_put(). @return bytes appended.
  */
 static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
-			  struct rte_mbuf *seg, bool attach, unsigned max_segs, bool tso)
+			  struct rte_mbuf *seg, bool attach, unsigned max_segs, bool tso,
+			  uint32_t *psum)
 {
 	/* A TSO frame spans records: the PMD's cuts keep them apart (tso_plan()). */
 	uint64_t record = tso ? 0 : c->tcp->record_flag;
@@ -225,7 +256,7 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 		uint32_t n = u32_min((uint32_t)m->data_len - off, max - done);
 
 		if ((done > 0 && off == 0 && (m->ol_flags & record)) ||
-		    !sndq_put(c, m, off, n, seg, &last, attach, max_segs, tso))
+		    !sndq_put(c, m, off, n, seg, &last, attach, max_segs, tso, psum))
 			break;
 		done += n;
 		if (off + n == m->data_len) {
@@ -388,8 +419,10 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
  * sum, as DPDK's TX offload wants). */
+/* @p payload_sum: the sum of all that follows the header, taken as it was copied into
+ * the one mbuf @p m (sndq_put()), or PAYLOAD_SUM_NONE. */
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
-			 uint32_t src, uint32_t dst, uint32_t tcp_len)
+			 uint32_t src, uint32_t dst, uint32_t tcp_len, uint32_t payload_sum)
 {
 	uint32_t sum = uiw_tcp_phdr_sum(src, dst, (uint16_t)tcp_len);
 
@@ -415,7 +448,12 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 		m->l4_len = uiw_tcp_hdr_len(th);
 		return;
 	}
-	sum += uiw_inet_sum_mbuf_noted(m, t->summed_flag);   /* m whole: tcp_len octets */
+	if (payload_sum != PAYLOAD_SUM_NONE && m->next == NULL) {
+		/* The header's length is even: the payload's words line up with it. */
+		sum += uiw_inet_sum_of_raw(uiw_raw_sum(th, uiw_tcp_hdr_len(th)) + payload_sum);
+	} else {
+		sum += uiw_inet_sum_mbuf_noted(m, t->summed_flag);   /* m whole: tcp_len octets */
+	}
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	th->cksum = uiw_inet_cksum_of((uint16_t)sum);
@@ -468,7 +506,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	struct rte_mbuf *m;
 	uint8_t opts[40];
 	unsigned optlen, hlen;
-	uint32_t max, n = 0;
+	uint32_t max, n = 0, payload_sum = PAYLOAD_SUM_NONE;
 	struct uiw_tcp_hdr *th;
 	bool sack_left;
 	uint16_t win;
@@ -505,7 +543,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	memcpy(th + 1, opts, optlen);
 	if (tso_segsz != 0) {
 		/* One frame of many segments (tso_plan()): all of it by reference, or none. */
-		n = sndq_take(c, seq, len, m, true, t->port->tso_segs, true);
+		n = sndq_take(c, seq, len, m, true, t->port->tso_segs, true, NULL);
 		if (n != len) {
 			rte_pktmbuf_free(m);
 			tcp_count(t, UIW_TCP_C_tx_nombuf);
@@ -515,9 +553,12 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 		m->ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
 		m->tso_segsz = tso_segsz;
 	} else if (len > 0) {
+		/* Where TCP sums in software, what it copies is summed in the copy's pass. */
+		if (!(t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM))
+			payload_sum = 0;
 		n = sndq_take(c, seq, u32_min(len, max), m,
 			      (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0,
-			      TCP_MAX_TX_SEGS, false);
+			      TCP_MAX_TX_SEGS, false, payload_sum == 0 ? &payload_sum : NULL);
 		if (n == 0) {
 			/* No mbuf to carry the payload by reference: like an empty pool above,
 			 * tried again next pass. Sent as a bare ACK, the data waited for an event
@@ -535,7 +576,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 		c->rcv_adv = c->rcv_nxt + win;
 	uiw_tcp_build(th, c->lport, c->rport, seq, (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0, flags,
 		      win, hlen);
-	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n);
+	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n, payload_sum);
 	if (flags & UIW_TCP_ACK) {
 		c->last_ack_sent = c->rcv_nxt;
 		if (!sack_left)
@@ -590,7 +631,7 @@ static void send_raw(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t
 	}
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, UIW_TCP_HDR_LEN);
 	uiw_tcp_build(th, lport, rport, seq, ack, flags, 0, UIW_TCP_HDR_LEN);
-	tcp_checksum(t, m, th, laddr, raddr, UIW_TCP_HDR_LEN);
+	tcp_checksum(t, m, th, laddr, raddr, UIW_TCP_HDR_LEN, PAYLOAD_SUM_NONE);
 	tcp_count(t, UIW_TCP_C_rst_tx);
 	tcp_count(t, UIW_TCP_C_tx_segs);
 	uiw_net_output(t->net, m, raddr, UIW_IPPROTO_TCP, t->now);

@@ -1500,6 +1500,46 @@ START_TEST(payload_without_mbuf_goes_next_pass)
 END_TEST
 
 /*
+ * The payload's sum taken in the pass that copies it into the segment (the port sums
+ * nothing): pieces of odd lengths, cut at odd offsets by the MSS (536, no option), each
+ * segment's checksum right by the reference code. _i: 0, a port without chained frames
+ * (every piece copied); 1, one with them (the 600-octet piece by reference, so the frame
+ * is summed whole); 2, one that copies each frame itself (uiw_port.tx_ext: every piece
+ * that fits copied).
+ */
+START_TEST(payload_summed_as_copied)
+{
+	static const unsigned sizes[] = { 1, 3, 255, 7, 600, 1 };
+	struct out syn = establish_passive(NULL, 0), o;
+	char d[1000], got[1000];
+	unsigned total = 0, ngot = 0;
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (char)(i * 7 + 3);
+	fx_port.port.tx_offloads |= _i >= 1 ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
+	fx_port.port.tx_ext = _i == 2;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d + total, sizes[i]), 0), 0);
+		total += sizes[i];
+	}
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	ck_assert_uint_ge(fx_port.nsent, 2);
+	for (unsigned i = 0; i < fx_port.nsent; i++) {
+		sent(i, &o);   /* checks the checksum */
+		ck_assert_uint_le(o.len, 536);
+		memcpy(got + ngot, o.data, o.len);
+		ngot += o.len;
+	}
+	ck_assert_uint_eq(ngot, total);
+	ck_assert_mem_eq(got, d, total);
+	fx_port.port.tx_offloads &= ~RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	fx_port.port.tx_ext = false;
+}
+END_TEST
+
+/*
  * A full port TX queue holds data back instead of dropping it: the segments that do not
  * fit wait (tx_port_wait), go on the next pass once the PMD takes frames again, in order,
  * and nothing is retransmitted or dropped.
@@ -2035,6 +2075,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_loop_test(tc, exit_closes_then_resets_what_is_still_owed, 0, 2);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
+	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
