@@ -176,9 +176,14 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
 #define UIW_TCP_SEND_CTRL 0x4
 
 /** Pieces of the send queue this short are copied into the segment that sends them (a
- *  sum noted on them is not used); on a port whose PMD copies each frame anyway, every
- *  piece that fits the segment's first mbuf is (uiw_tcp_tx_copy_max()). */
+ *  sum noted on them is not used); on a port whose PMD copies each frame anyway, longer
+ *  ones too (uiw_tcp_tx_copy_max()). */
 #define UIW_TCP_TX_COPY_MAX 256
+
+/** On a port whose PMD copies each frame, pieces up to this long are copied into the
+ *  segment: an FPDU of MTU 1500 (1,448 octets) moved 6% more copied than referred to over
+ *  memif, one of MTU 9000 (8,948) 6% less. */
+#define UIW_TCP_TX_COPY_EXT_MAX 2048
 
 /** The longest piece of the send queue TCP copies into a segment rather than refers to:
  *  a caller that sums what it queues need not sum pieces this short. */

@@ -470,13 +470,16 @@ uint16_t uiw_tcp_mss(const struct uiw_tcp_conn *c)
 
 uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c)
 {
-	/* What fits behind the largest TCP header in a segment's first mbuf: a longer piece
-	 * (an FPDU of MTU 9000) is chained, and its noted sum is then used. */
+	/* On a port that copies frames: up to UIW_TCP_TX_COPY_EXT_MAX, and what fits behind
+	 * the largest TCP header in a segment's first mbuf. A longer piece is chained, and its
+	 * noted sum used. */
 	const struct uiw_port *port = c->tcp->port;
 	uint32_t room = port->pool != NULL ? rte_pktmbuf_data_room_size(port->pool) : 0;
 	uint32_t below = RTE_PKTMBUF_HEADROOM + UIW_TCP_HDR_LEN + 40;
 
-	return port->tx_ext && room > below + UIW_TCP_TX_COPY_MAX ? room - below : UIW_TCP_TX_COPY_MAX;
+	if (!port->tx_ext || room <= below + UIW_TCP_TX_COPY_MAX)
+		return UIW_TCP_TX_COPY_MAX;
+	return u32_min(room - below, UIW_TCP_TX_COPY_EXT_MAX);
 }
 
 bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c)
