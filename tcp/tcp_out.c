@@ -186,7 +186,8 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 	 * once (uiw_port.tx_ext); else it is copied here. A short piece is copied too: an
 	 * indirect mbuf (allocated, attached, detached, freed) costs more than the copy, and
 	 * the PMD then takes one buffer instead of two. Where the PMD copies the frame
-	 * anyway (tx_ext), so is every piece that fits: the reference saved no copy there,
+	 * anyway (tx_ext), so is a piece up to UIW_TCP_TX_COPY_EXT_MAX that fits (one of MTU
+	 * 9000 costs more to copy than to refer to): the reference saved no copy there,
 	 * and its two atomic reference-count updates, the second in the PMD's free right
 	 * after its copy, waited on that copy's stores (perf put half of a memif sender's
 	 * samples on it). Not in a TSO frame, whose header mbuf would fill. */
@@ -418,9 +419,9 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 }
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
- * sum, as DPDK's TX offload wants). */
-/* @p payload_sum: the sum of all that follows the header, taken as it was copied into
- * the one mbuf @p m (sndq_put()), or PAYLOAD_SUM_NONE. */
+ * sum, as DPDK's TX offload wants). @p payload_sum: the sum of all that follows the
+ * header, taken as it was copied into the one mbuf @p m (sndq_put()), or
+ * PAYLOAD_SUM_NONE. */
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
 			 uint32_t src, uint32_t dst, uint32_t tcp_len, uint32_t payload_sum)
 {
