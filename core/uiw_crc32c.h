@@ -41,8 +41,15 @@ uint32_t uiw_crc32c_update_fold(uint32_t state, const void *buf, size_t len);
 /** True when the CPU has PCLMULQDQ and SSE4.2. */
 bool uiw_crc32c_fold_available(void);
 
+/** The same folding in AVX encodings (fewer instructions); call only when
+ *  uiw_crc32c_fold_avx_available() is true. */
+uint32_t uiw_crc32c_update_fold_avx(uint32_t state, const void *buf, size_t len);
+
+/** True when the CPU has AVX as well. */
+bool uiw_crc32c_fold_avx_available(void);
+
 /** The same folding on 256-bit registers, 128 octets a round (from 256 octets; shorter
- *  runs go to uiw_crc32c_update_fold()); call only when uiw_crc32c_fold256_available(). */
+ *  runs go to uiw_crc32c_update_fold_avx()); call only when uiw_crc32c_fold256_available(). */
 uint32_t uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len);
 
 /** True when the CPU has VPCLMULQDQ and AVX2 as well (valgrind hides VPCLMULQDQ). */

@@ -23,14 +23,16 @@ static uint32_t ref_crc32c(const uint8_t *p, size_t len)
 }
 
 static const crc_fn impls[] = { uiw_crc32c_update_sw, uiw_crc32c_update_hw, uiw_crc32c_update,
-				 uiw_crc32c_update_fold, uiw_crc32c_update_fold256 };
-static const char *const impl_names[] = { "sw", "hw", "dispatch", "fold", "fold256" };
-#define NIMPL 5
+				 uiw_crc32c_update_fold, uiw_crc32c_update_fold256,
+				 uiw_crc32c_update_fold_avx };
+static const char *const impl_names[] = { "sw", "hw", "dispatch", "fold", "fold256", "fold_avx" };
+#define NIMPL 6
 
 static bool impl_usable(int i)
 {
 	return i == 1 ? uiw_crc32c_hw_available() : i == 3 ? uiw_crc32c_fold_available()
-		: i == 4 ? uiw_crc32c_fold256_available() : true;
+		: i == 4 ? uiw_crc32c_fold256_available() : i == 5 ? uiw_crc32c_fold_avx_available()
+		: true;
 }
 
 static uint32_t run(int i, const void *p, size_t len)
@@ -104,11 +106,12 @@ END_TEST
 
 /* Each folding path against the table at every length past two of its rounds (the 128-bit
  * fold's four-lane rounds to 1100, the 256-bit fold's eight-block rounds and lane reduction
- * to 2100; then the single-block folds and the tail) and every alignment within a
- * register, from states that are not the initial one, and over 64 KiB. _i: impls[3 + _i]. */
+ * to 2100; then the single-block folds and the tail; the 128-bit fold in AVX encodings as
+ * the first) and every alignment within a register, from states that are not the initial
+ * one, and over 64 KiB. _i: impls[3 + _i]. */
 START_TEST(fold_matches_table_everywhere)
 {
-	static const size_t max_len[] = { 1100, 2100 }, align[] = { 16, 32 };
+	static const size_t max_len[] = { 1100, 2100, 1100 }, align[] = { 16, 32, 16 };
 	static uint8_t buf[65536 + 32];
 	crc_fn f = impls[3 + _i];
 	unsigned seed = 99;
@@ -163,7 +166,7 @@ static Suite *crc_suite(void)
 
 	tcase_add_loop_test(tc, rfc3720_vectors, 0, NIMPL);
 	tcase_add_loop_test(tc, mpa_worked_fpdu, 0, NIMPL);
-	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 2);
+	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 3);
 	tcase_add_loop_test(tc, random_lengths_and_alignments_match_reference, 0, 8);
 	tcase_add_test(tc, any_split_gives_same_crc);
 	tcase_add_test(tc, dispatch_gives_check_value_and_reports_path);
