@@ -243,7 +243,7 @@ static uint16_t gated_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 {
 	uint16_t got;
 
-	if (!uiw_port_gate_enter(uiw_now_ns()))
+	if (!uiw_port_gate_enter())
 		return 0;
 	got = rte_eth_rx_burst(port->port_id, port->queue, pkts, n);
 	uiw_port_gate_leave();
@@ -254,7 +254,7 @@ static uint16_t gated_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t
 {
 	uint16_t sent;
 
-	if (!uiw_port_gate_enter(uiw_now_ns()))
+	if (!uiw_port_gate_enter())
 		return 0;
 	sent = rte_eth_tx_burst(port->port_id, port->queue, pkts, n);
 	uiw_port_gate_leave();
@@ -834,7 +834,7 @@ int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 	for (unsigned waited = 0;; waited += 10) {
 		/* A gated port's link comes up on the interrupt thread, which the gate holds
 		 * until stepped. */
-		if (port->gated && uiw_port_gate_enter(uiw_now_ns()))
+		if (port->gated && uiw_port_gate_enter())
 			uiw_port_gate_leave();
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(port->port_id, &link) == 0 &&

@@ -6,15 +6,20 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <linux/membarrier.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
 #include <rte_spinlock.h>
 
 #include "uiw_log.h"
+#include "uiw_time.h"
 
 enum gate_state {
 	GATE_OPEN,      /* interrupt thread free; no bursts */
@@ -24,8 +29,30 @@ enum gate_state {
 	GATE_OPENING,   /* let go; no bursts until it has left the callback */
 };
 
+/*
+ * The fast way in. Each bursting thread has a slot with its own flag. While the gate is
+ * closed for a long hold (every gated link up), a thread sets its flag, then looks at
+ * `fast`: if set, it bursts, with no lock and no atomic read-modify-write (a locked
+ * instruction a burst was a third of an idle poll pass, perf). The thread that ends the
+ * hold clears `fast`, then has the kernel run a full barrier on every thread of the
+ * process (membarrier(2), private expedited), so each thread either saw `fast` cleared
+ * or has its flag visible, and waits for the flags. Without membarrier (an old kernel, a
+ * seccomp filter, valgrind), every burst takes the lock.
+ */
+#define GATE_SLOTS 64
+/* A thread with a slot looks at the clock (and steps the gate) every this many bursts. */
+#define GATE_CLOCK_EVERY 16
+
+struct gate_slot {
+	int busy;                /* atomic: in a burst the gate let through */
+	unsigned count;          /* bursts, this thread only */
+} __rte_cache_aligned;
+
+static __thread struct gate_slot *my_slot;
+static __thread bool my_slot_asked;
+
 static struct {
-	rte_spinlock_t lock;     /* everything but held */
+	rte_spinlock_t lock;     /* everything but held, fast and the slots' flags */
 	unsigned nports;
 	uint16_t ports[UIW_GATE_MAX_PORTS];
 	enum gate_state state;
@@ -37,7 +64,38 @@ static struct {
 	int hold_fd;             /* registered with the EAL: a write brings the thread in */
 	int go_fd;               /* a write lets the held thread go */
 	int held;                /* atomic: the interrupt thread is inside hold() */
+	int fast;                /* atomic: closed for a long hold; slots may burst unlocked */
+	bool fast_ok;            /* membarrier registered */
+	unsigned nslots;         /* atomic: slots handed out */
+	struct gate_slot slots[GATE_SLOTS];
 } gate = { .lock = RTE_SPINLOCK_INITIALIZER, .hold_fd = -1, .go_fd = -1 };
+
+static bool slots_busy(void)
+{
+	unsigned n = __atomic_load_n(&gate.nslots, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		if (__atomic_load_n(&gate.slots[i].busy, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+/* Ends unlocked bursts (lock held): after it, no slot starts one, and a slot's flag
+ * shows every burst that started before. */
+static void fast_off(void)
+{
+	if (!__atomic_load_n(&gate.fast, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&gate.fast, 0, __ATOMIC_SEQ_CST);
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+		/* Registered, so not expected; the flags can no longer be trusted: wait long
+		 * enough for any store buffer, and stop handing out the fast way. */
+		UIW_ERR("port gate: membarrier: %s; bursts take the lock from now on",
+			strerror(errno));
+		gate.fast_ok = false;
+		rte_delay_us_block(100);
+	}
+}
 
 static void drain_fd(int fd)
 {
@@ -75,6 +133,10 @@ static int gate_create(void)
 	gate.ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
 	gate.state = GATE_OPEN;
 	gate.held = 0;
+	gate.fast_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (!gate.fast_ok)
+		UIW_INFO("port gate: no membarrier (%s): every memif burst takes a lock",
+			 strerror(errno));
 	if (gate.hold_fd >= 0 && gate.go_fd >= 0 && gate.ih != NULL &&
 	    rte_intr_fd_set(gate.ih, gate.hold_fd) == 0 &&
 	    rte_intr_type_set(gate.ih, RTE_INTR_HANDLE_EXT) == 0 &&
@@ -188,9 +250,10 @@ static bool step(uint64_t now_ns)
 		if (now_ns - gate.since_ns < gate.hold_ns)
 			return true;
 		gate.state = GATE_DRAINING;
+		fast_off();
 		/* fall through */
 	case GATE_DRAINING:
-		if (gate.bursting > 0)
+		if (gate.bursting > 0 || slots_busy())
 			return false;   /* another thread is in a burst */
 		/* Time for what the interrupt thread has waiting (a peer's disconnect). */
 		__atomic_store_n(&gate.windows, gate.windows + 1, __ATOMIC_RELAXED);
@@ -221,25 +284,61 @@ static bool step(uint64_t now_ns)
 		gate.hold_ns = all ? UIW_GATE_HOLD_NS : UIW_GATE_SETUP_NS;
 		gate.state = GATE_CLOSED;
 		gate.since_ns = now_ns;
+		/* A short hold (a link coming up) is stepped at every burst instead. */
+		if (all && gate.fast_ok)
+			__atomic_store_n(&gate.fast, 1, __ATOMIC_RELEASE);
 		return true;
 	}
 	return false;
 }
 
-bool uiw_port_gate_enter(uint64_t now_ns)
+static bool enter_locked(struct gate_slot *slot)
 {
 	bool go;
 
 	rte_spinlock_lock(&gate.lock);
-	go = step(now_ns);
-	if (go)
-		gate.bursting++;
+	if (slot == NULL && !my_slot_asked) {
+		my_slot_asked = true;
+		if (gate.fast_ok && gate.nslots < GATE_SLOTS) {
+			slot = my_slot = &gate.slots[gate.nslots];
+			__atomic_store_n(&gate.nslots, gate.nslots + 1, __ATOMIC_RELEASE);
+		}
+	}
+	go = step(uiw_now_ns());
+	if (go) {
+		if (slot != NULL)
+			__atomic_store_n(&slot->busy, 1, __ATOMIC_RELAXED);   /* seen under the lock */
+		else
+			gate.bursting++;
+	}
 	rte_spinlock_unlock(&gate.lock);
 	return go;
 }
 
+bool uiw_port_gate_enter(void)
+{
+	struct gate_slot *slot = my_slot;
+
+	if (slot != NULL && ++slot->count % GATE_CLOCK_EVERY != 0) {
+		__atomic_store_n(&slot->busy, 1, __ATOMIC_RELAXED);
+		/* No fence here: fast_off()'s membarrier() puts one on this thread between
+		 * the store and the load, whichever way they fall. */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&gate.fast, __ATOMIC_RELAXED))
+			return true;
+		__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
+	}
+	return enter_locked(slot);
+}
+
 void uiw_port_gate_leave(void)
 {
+	struct gate_slot *slot = my_slot;
+
+	if (slot != NULL) {
+		__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
+		return;
+	}
 	rte_spinlock_lock(&gate.lock);
 	gate.bursting--;
 	rte_spinlock_unlock(&gate.lock);

@@ -46,10 +46,12 @@ int uiw_port_gate_attach(uint16_t port_id);
 void uiw_port_gate_detach(uint16_t port_id);
 
 /**
- * Before a burst on a gated port: one step of the gate. @return true if the burst may go
- * ahead; then uiw_port_gate_leave() must follow it.
+ * Before a burst on a gated port: one step of the gate (while every gated link is up and
+ * the kernel has membarrier(2), a thread's bursts step it only now and then, and take no
+ * lock). @return true if the burst may go ahead; then uiw_port_gate_leave() must follow
+ * it, on the same thread, before this thread enters again.
  */
-bool uiw_port_gate_enter(uint64_t now_ns);
+bool uiw_port_gate_enter(void);
 
 /** After a burst uiw_port_gate_enter() let through. */
 void uiw_port_gate_leave(void);

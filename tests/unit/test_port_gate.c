@@ -8,6 +8,7 @@
  */
 #define ALLOW_EXPERIMENTAL_API 1
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -138,6 +139,76 @@ START_TEST(interrupt_callbacks_run_only_between_bursts)
 }
 END_TEST
 
+static int burster_in, burster_go;
+
+/* Another data-path thread: bursts until it takes the fast way in (it has a slot and the
+ * gate is closed for a long hold), then stays inside a burst until told to leave. */
+static void *burster(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 3 * 16; i++) {
+		if (uiw_port_gate_enter())
+			uiw_port_gate_leave();
+	}
+	while (!uiw_port_gate_enter())
+		;
+	__atomic_store_n(&burster_in, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&burster_go, __ATOMIC_ACQUIRE))
+		rte_pause();
+	uiw_port_gate_leave();
+	return NULL;
+}
+
+/* The end of a hold waits for a burst that came in without the lock: while another thread
+ * is inside one, the interrupt thread is not let go, however long this one polls. */
+START_TEST(hold_ends_only_after_an_unlocked_burst_leaves)
+{
+	struct rte_mbuf *rx[8];
+	struct rte_intr_handle *ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	uint64_t windows, end;
+	pthread_t th;
+
+	ck_assert_ptr_nonnull(ih);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(rte_intr_fd_set(ih, fd), 0);
+	ck_assert_int_eq(rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT), 0);
+	ck_assert_int_eq(rte_intr_callback_register(ih, probe, &fd), 0);
+	__atomic_store_n(&probe_runs, 0, __ATOMIC_RELAXED);
+	frame_across(&cli, &srv, 1);
+	/* Polled until the gate is closed for a long hold (both links up). */
+	for (int i = 0; i < 64; i++)
+		uiw_port_rx(&srv, rx, 8);
+	ck_assert(uiw_port_gate_held());
+	__atomic_store_n(&burster_in, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&burster_go, 0, __ATOMIC_RELAXED);
+	ck_assert_int_eq(pthread_create(&th, NULL, burster, NULL), 0);
+	while (!__atomic_load_n(&burster_in, __ATOMIC_ACQUIRE))
+		rte_pause();
+	windows = uiw_port_gate_windows();
+	eventfd_write(fd, 1);
+	/* Three holds' time of polling here: no window while the other burst lasts. */
+	end = uiw_now_ns() + 3 * UIW_GATE_HOLD_NS;
+	while (uiw_now_ns() < end)
+		ck_assert_uint_eq(uiw_port_rx(&srv, rx, 8), 0);
+	ck_assert_int_eq(__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE), 0);
+	ck_assert_uint_eq(uiw_port_gate_windows(), windows);
+	/* It leaves: the next steps let the thread go, and the callback runs. */
+	__atomic_store_n(&burster_go, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	end = uiw_now_ns() + 5 * UIW_NS_PER_S;
+	while (__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE) == 0 && uiw_now_ns() < end)
+		ck_assert_uint_eq(uiw_port_rx(&srv, rx, 8), 0);
+	ck_assert_int_eq(__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE), 1);
+	ck_assert_uint_gt(uiw_port_gate_windows(), windows);
+	frame_across(&srv, &cli, 2);
+	while (rte_intr_callback_unregister(ih, probe, &fd) == -EAGAIN)
+		rte_delay_us_sleep(1000);
+	rte_intr_instance_free(ih);
+	close(fd);
+}
+END_TEST
+
 /* The client leaves (its disconnect message reaches the server's interrupt thread): the
  * server keeps polling and sending, sees its link go down in a gap, and drops what it
  * sends from then on. */
@@ -180,6 +251,7 @@ static Suite *gate_suite(void)
 
 	tcase_add_test(tc, memif_frames_pass_while_the_control_thread_is_held);
 	tcase_add_test(tc, interrupt_callbacks_run_only_between_bursts);
+	tcase_add_test(tc, hold_ends_only_after_an_unlocked_burst_leaves);
 	tcase_add_test(tc, peer_leaving_is_handled_between_bursts);
 	suite_add_tcase(s, tc);
 	return s;
