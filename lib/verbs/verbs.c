@@ -999,19 +999,26 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		return -1;
 	if (!uiw_cq_pending(&c->core))
 		uiw_inline_pass();   /* one bounded pass: the caller's poll drives the engine */
-	for (; k < n; k++) {
-		struct uiw_wc w;
+	/* Taken a batch at a time: one lock a batch. */
+	while (k < n) {
+		struct uiw_wc ws[16];
+		unsigned got = uiw_cq_poll(&c->core, ws, (unsigned)RTE_MIN(n - k, 16));
 
-		if (uiw_cq_poll(&c->core, &w, 1) != 1)
+		for (unsigned i = 0; i < got; i++, k++) {
+			const struct uiw_wc *w = &ws[i];
+
+			wc[k] = (struct ibv_wc){ .wr_id = w->wr_id, .status = wc_status(w->status),
+						 .opcode = ops[w->op], .byte_len = w->byte_len,
+						 .qp_num = w->qp_num,
+						 .wc_flags = w->with_inv ? IBV_WC_WITH_INV
+							     : w->with_imm ? IBV_WC_WITH_IMM : 0 };
+			if (w->with_inv)
+				wc[k].invalidated_rkey = w->inv_stag;
+			else if (w->with_imm)
+				wc[k].imm_data = w->imm;
+		}
+		if (got < 16)
 			break;
-		wc[k] = (struct ibv_wc){ .wr_id = w.wr_id, .status = wc_status(w.status),
-					 .opcode = ops[w.op], .byte_len = w.byte_len, .qp_num = w.qp_num,
-					 .wc_flags = w.with_inv ? IBV_WC_WITH_INV
-						     : w.with_imm ? IBV_WC_WITH_IMM : 0 };
-		if (w.with_inv)
-			wc[k].invalidated_rkey = w.inv_stag;
-		else if (w.with_imm)
-			wc[k].imm_data = w.imm;
 	}
 	return k;
 }
