@@ -258,14 +258,19 @@ static void persist_expired(struct uiw_tcp_conn *c)
 
 static void fire(struct uiw_tcp_conn *c, uint64_t now)
 {
-	/* Deadlines are kept to the tick: whatever falls in this millisecond is due. */
-	now = (now / TCP_TICK_NS + 1) * TCP_TICK_NS;
-	if (c->t_close != 0 && now >= c->t_close) {
+	/* The ACK and the close may come early: whatever of theirs falls in this millisecond
+	 * is due. The retransmission, probe and persist timers may not (RFC 6298 §5, RFC 8985
+	 * §7.2): taken early, a 1 ms probe timeout came as soon as 0-100 us after the ACK
+	 * that armed it (1,500 spurious probes in 1.9 s of 64 KiB Writes over memif). What
+	 * is not due yet waits for the next tick (uiw_tcp_timer_arm()). */
+	uint64_t tick_end = (now / TCP_TICK_NS + 1) * TCP_TICK_NS;
+
+	if (c->t_close != 0 && tick_end >= c->t_close) {
 		c->flags |= TF_DETACHED;
 		uiw_tcp_conn_drop(c, 0);
 		return;
 	}
-	if (c->t_delack != 0 && now >= c->t_delack) {
+	if (c->t_delack != 0 && tick_end >= c->t_delack) {
 		c->t_delack = 0;
 		if (c->flags & TF_DELACK)
 			uiw_tcp_send_ack(c);

@@ -1178,6 +1178,47 @@ START_TEST(active_open_then_data_and_retransmission)
 }
 END_TEST
 
+/* The probe and retransmission timers never fire before their deadline, wherever in the
+ * wheel's millisecond they were armed (RFC 6298 §5, RFC 8985 §7.2): data sent 50 us before
+ * a tick boundary gets no probe at the boundary, nor before its 1 ms timeout, one after. */
+START_TEST(probe_never_before_its_timeout)
+{
+	struct uiw_tcp_conn *c;
+	struct out syn, o, r;
+	uint64_t sent_at;
+
+	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 80, &ops, NULL, now_ns, &c), 0);
+	uiw_port_flush(&fx_port.port);
+	sent(0, &syn);
+	inject(&(struct seg){ .sport = 80, .dport = c->lport, .seq = PEER_ISN, .ack = syn.seq + 1,
+			      .flags = UIW_TCP_SYN | UIW_TCP_ACK });
+	ck_assert_uint_eq(ev.connected, 1);
+	fake_port_clear(&fx_port);
+	/* The timed handshake gave an RTT of about nothing: the probe timeout is its floor. */
+	now_ns = (now_ns / MS + 3) * MS - 50 * 1000;
+	sent_at = now_ns;
+	ck_assert_int_eq(uiw_tcp_send(c, frame_copy("tick", 4), 0), 0);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	for (uint64_t at = sent_at + 10 * 1000; at < sent_at + MS; at += 10 * 1000) {
+		now_ns = at;
+		uiw_tcp_run(T, now_ns);
+		uiw_port_flush(&fx_port.port);
+		ck_assert_msg(fx_port.nsent == 1, "a probe %llu us after the data",
+			      (unsigned long long)((at - sent_at) / 1000));
+	}
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_tail_loss_probes], 0);
+	advance(2 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	sent(1, &r);
+	ck_assert_uint_eq(r.seq, o.seq);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_tail_loss_probes], 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_rto_expiries], 0);
+}
+END_TEST
+
 /* Passes may come with a clock read on another thread before it waited for the engine,
  * a little behind the last: TCP's time does not go back, so the ACK of data sent "later"
  * gives a small RTT sample, not one of 2^32 us. */
@@ -2060,6 +2101,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, closed_port_answers_rst);
 	tcase_add_test(tc, active_open_then_data_and_retransmission);
 	tcase_add_test(tc, active_open_refused_by_rst);
+	tcase_add_test(tc, probe_never_before_its_timeout);
 	tcase_add_test(tc, clock_behind_the_last_pass_does_not_go_back);
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
