@@ -324,7 +324,9 @@ bool uiw_port_gate_enter(void)
 		/* No fence here: fast_off()'s membarrier() puts one on this thread between
 		 * the store and the load, whichever way they fall. */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&gate.fast, __ATOMIC_RELAXED))
+		/* Acquire: what the interrupt thread did before it was held (memif's rings
+		 * mapped again) is seen by this burst, as through the lock before. */
+		if (__atomic_load_n(&gate.fast, __ATOMIC_ACQUIRE))
 			return true;
 		__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
 	}

@@ -36,8 +36,9 @@ void uiw_cq_fini(struct uiw_cq *cq)
 /*
  * Whether the CQ holds completions, without its lock: an empty poll (most polls of a
  * spinning program) takes no locked instruction (perf put the lock at a fifth of an idle
- * poll pass). A completion being pushed meanwhile is seen by the next look; one seen is
- * taken under the lock, after its entry was written.
+ * poll pass). The indices are stored atomically (under the lock) for this look. A
+ * completion being pushed meanwhile is seen by the next look; one seen is taken under the
+ * lock, after its entry was written.
  */
 static inline bool cq_has_some(const struct uiw_cq *cq)
 {
@@ -57,8 +58,11 @@ unsigned uiw_cq_poll(struct uiw_cq *cq, struct uiw_wc *wc, unsigned n)
 	if (!cq_has_some(cq))
 		return 0;
 	uiw_spin_lock(&cq->lock);
-	while (k < n && !uiw_ring_empty(&cq->ring))
-		wc[k++] = cq->wc[uiw_ring_pop(&cq->ring)];
+	uint32_t head = cq->ring.head;
+
+	for (; k < n && head != cq->ring.tail; head++)
+		wc[k++] = cq->wc[uiw_ring_slot(&cq->ring, head)];
+	__atomic_store_n(&cq->ring.head, head, __ATOMIC_RELAXED);   /* read unlocked too */
 	uiw_spin_unlock(&cq->lock);
 	return k;
 }
@@ -95,7 +99,8 @@ void uiw_qp_cq_push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *w
 					      "completion queue overflow: a completion was lost");
 		return;
 	}
-	cq->wc[uiw_ring_push(&cq->ring)] = *wc;
+	cq->wc[uiw_ring_slot(&cq->ring, cq->ring.tail)] = *wc;
+	__atomic_store_n(&cq->ring.tail, cq->ring.tail + 1, __ATOMIC_RELEASE);   /* read unlocked too */
 	/* Notification is one-shot; solicited-only waits for a solicited receive or an error
 	 * (the verbs rule for IBV_CQ_SOLICITED). */
 	if (cq->armed && (!cq->solicited_only || wc->solicited || wc->status != UIW_WC_SUCCESS)) {
