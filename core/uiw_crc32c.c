@@ -180,29 +180,69 @@ load32(const uint8_t *p)
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) uint32_t
-uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static inline void
+store32(uint8_t *p, __m256i v)
 {
-	const uint8_t *p = buf;
+	_mm256_storeu_si256((__m256i *)(void *)p, v);
+}
 
-	if (len < 256)
-		return uiw_crc32c_update_fold_avx(state, buf, len);
+/* The 256-bit loop; with @p dst, each 128 octets are stored there as they are read (the
+ * copy MPA makes of a payload, in the CRC's pass). */
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
+fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
+{
 	const __m256i k1024 = _mm256_set_epi64x((long long)FOLD1024_HI, (long long)FOLD1024_LO,
 						(long long)FOLD1024_HI, (long long)FOLD1024_LO);
 	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
 					       (long long)FOLD256_HI, (long long)FOLD256_LO);
-	__m256i y0 = _mm256_xor_si256(load32(p), _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
-	__m256i y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
+	__m256i y0 = load32(p), y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
 
-	for (p += 128, len -= 128; len >= 128; p += 128, len -= 128) {
-		y0 = fold256(y0, k1024, load32(p));
-		y1 = fold256(y1, k1024, load32(p + 32));
-		y2 = fold256(y2, k1024, load32(p + 64));
-		y3 = fold256(y3, k1024, load32(p + 96));
+	if (dst != NULL) {
+		store32(dst, y0);
+		store32(dst + 32, y1);
+		store32(dst + 64, y2);
+		store32(dst + 96, y3);
+		dst += 128;
 	}
+	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
+	for (p += 128, len -= 128; len >= 128; p += 128, len -= 128) {
+		__m256i n0 = load32(p), n1 = load32(p + 32), n2 = load32(p + 64), n3 = load32(p + 96);
+
+		if (dst != NULL) {
+			store32(dst, n0);
+			store32(dst + 32, n1);
+			store32(dst + 64, n2);
+			store32(dst + 96, n3);
+			dst += 128;
+		}
+		y0 = fold256(y0, k1024, n0);
+		y1 = fold256(y1, k1024, n1);
+		y2 = fold256(y2, k1024, n2);
+		y3 = fold256(y3, k1024, n3);
+	}
+	if (dst != NULL)
+		memcpy(dst, p, len);
 	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
 	return fold_finish(fold(_mm256_castsi256_si128(y0), K128, _mm256_extracti128_si256(y0, 1)),
 			   p, len);
+}
+
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) uint32_t
+uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
+{
+	if (len < 256)
+		return uiw_crc32c_update_fold_avx(state, buf, len);
+	return fold256_run(state, NULL, buf, len);
+}
+
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) uint32_t
+uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, size_t len)
+{
+	if (len < 256) {
+		memcpy(dst, src, len);
+		return uiw_crc32c_update_fold_avx(state, src, len);
+	}
+	return fold256_run(state, dst, src, len);
 }
 
 bool uiw_crc32c_fold256_available(void)
@@ -246,6 +286,12 @@ uint32_t uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
 	return uiw_crc32c_update_sw(state, buf, len);
 }
 
+uint32_t uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+	return uiw_crc32c_update_sw(state, src, len);
+}
+
 bool uiw_crc32c_fold256_available(void)
 {
 	return false;
@@ -263,4 +309,12 @@ uint32_t uiw_crc32c_update(uint32_t state, const void *buf, size_t len)
 	if (uiw_crc32c_hw_available())
 		return uiw_crc32c_update_hw(state, buf, len);
 	return uiw_crc32c_update_sw(state, buf, len);
+}
+
+uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len)
+{
+	if (len >= UIW_CRC32C_FOLD_MIN && uiw_crc32c_fold256_available())
+		return uiw_crc32c_copy_fold256(state, dst, src, len);
+	memcpy(dst, src, len);
+	return uiw_crc32c_update(state, src, len);
 }

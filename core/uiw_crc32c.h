@@ -52,6 +52,14 @@ bool uiw_crc32c_fold_avx_available(void);
  *  runs go to uiw_crc32c_update_fold_avx()); call only when uiw_crc32c_fold256_available(). */
 uint32_t uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len);
 
+/** uiw_crc32c_update_fold256() that also copies the octets to @p dst in the same pass
+ *  (the areas must not overlap); call only when uiw_crc32c_fold256_available(). */
+uint32_t uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, size_t len);
+
+/** Copies @p len octets from @p src to @p dst (not overlapping) and feeds them to the
+ *  CRC: in one pass where the CPU has VPCLMULQDQ, else a copy and the fastest update. */
+uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len);
+
 /** True when the CPU has VPCLMULQDQ and AVX2 as well (valgrind hides VPCLMULQDQ). */
 bool uiw_crc32c_fold256_available(void);
 

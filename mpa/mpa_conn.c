@@ -383,22 +383,33 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), *q = d + 2;
 		uint32_t pad = uiw_mpa_pad((uint32_t)ulen);
 		bool sum = wire > uiw_tcp_tx_copy_max(c->tcp) && uiw_tcp_sums_wanted(c->tcp);
-		uint32_t s = 0;
+		/* Where TCP does not want the sum (it copies the frame and sums then, or the
+		 * NIC does), the CRC is taken in the copy's pass instead. */
+		bool crc_in_copy = c->info.crc && !sum;
+		uint32_t s = 0, crc = UIW_CRC32C_INIT;
 
 		uiw_mpa_ulpdu_len_set(d, (uint16_t)ulen);
+		if (crc_in_copy)
+			crc = uiw_crc32c_update(crc, d, 2);
 		for (unsigned i = 0; i < n; i++) {
 			if (sum) {
 				uint16_t part = uiw_copy_sum(q, iov[i].base, iov[i].len);
 
 				s += ((q - d) & 1) ? rte_bswap16(part) : part;
+			} else if (crc_in_copy) {
+				crc = uiw_crc32c_copy(crc, q, iov[i].base, iov[i].len);
 			} else {
 				memcpy(q, iov[i].base, iov[i].len);
 			}
 			q += iov[i].len;
 		}
 		memset(q, 0, pad);
+		if (crc_in_copy)
+			crc = uiw_crc32c_final(uiw_crc32c_update(crc, q, pad));
+		else if (c->info.crc)
+			crc = uiw_crc32c(d, (size_t)(q + pad - d));
 		q += pad;
-		uiw_mpa_crc_set(q, c->info.crc ? uiw_crc32c(d, (size_t)(q - d)) : 0);
+		uiw_mpa_crc_set(q, c->info.crc ? crc : 0);
 		if (sum) {
 			/* The length field and the CRC: even offsets (the CRC's a multiple of 4). */
 			s += uiw_raw_sum(d, 2) + uiw_raw_sum(q, UIW_MPA_CRC_LEN);

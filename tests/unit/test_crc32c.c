@@ -132,6 +132,36 @@ START_TEST(fold_matches_table_everywhere)
 }
 END_TEST
 
+/* The CRC taken while copying: the copy is exact (nothing written past its end) and the
+ * CRC that of the source, at every length to past two 256-bit rounds and odd alignments of
+ * both ends, from a state that is not the initial one. _i: 0 the dispatching copy, 1 the
+ * VPCLMULQDQ one (where the CPU has it). */
+START_TEST(crc_while_copying)
+{
+	static uint8_t src[2200 + 32], dst[2200 + 64], want[2200 + 64];
+	unsigned seed = 5;
+
+	if (_i == 1 && !uiw_crc32c_fold256_available())
+		return;
+	for (size_t k = 0; k < sizeof(src); k++)
+		src[k] = (uint8_t)rand_r(&seed);
+	for (size_t off = 0; off < 3; off++)
+		for (size_t len = 0; len <= 2200; len++) {
+			uint32_t st = (uint32_t)rand_r(&seed) * 2654435761u, got;
+
+			memset(dst, 0xa5, sizeof(dst));
+			memset(want, 0xa5, sizeof(want));
+			memcpy(want + 7, src + off, len);
+			got = _i == 0 ? uiw_crc32c_copy(st, dst + 7, src + off, len)
+				      : uiw_crc32c_copy_fold256(st, dst + 7, src + off, len);
+			ck_assert_msg(got == uiw_crc32c_update_sw(st, src + off, len),
+				      "crc: off %zu len %zu", off, len);
+			ck_assert_msg(memcmp(dst, want, sizeof(dst)) == 0, "copy: off %zu len %zu",
+				      off, len);
+		}
+}
+END_TEST
+
 /* MPA computes a CRC over pieces (header, mbuf segments, pad): any split gives the same. */
 START_TEST(any_split_gives_same_crc)
 {
@@ -169,6 +199,7 @@ static Suite *crc_suite(void)
 	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 3);
 	tcase_add_loop_test(tc, random_lengths_and_alignments_match_reference, 0, 8);
 	tcase_add_test(tc, any_split_gives_same_crc);
+	tcase_add_loop_test(tc, crc_while_copying, 0, 2);
 	tcase_add_test(tc, dispatch_gives_check_value_and_reports_path);
 	suite_add_tcase(s, tc);
 	return s;
