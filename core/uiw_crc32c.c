@@ -180,10 +180,15 @@ load32(const uint8_t *p)
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static inline void
-store32(uint8_t *p, __m256i v)
+/* Stores a round's four registers at @p p. @return the octet after them. */
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static inline uint8_t *
+store128(uint8_t *p, __m256i a, __m256i b, __m256i c, __m256i d)
 {
-	_mm256_storeu_si256((__m256i *)(void *)p, v);
+	_mm256_storeu_si256((__m256i *)(void *)p, a);
+	_mm256_storeu_si256((__m256i *)(void *)(p + 32), b);
+	_mm256_storeu_si256((__m256i *)(void *)(p + 64), c);
+	_mm256_storeu_si256((__m256i *)(void *)(p + 96), d);
+	return p + 128;
 }
 
 /* The 256-bit loop; with @p dst, each 128 octets are stored there as they are read (the
@@ -197,24 +202,14 @@ fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
 					       (long long)FOLD256_HI, (long long)FOLD256_LO);
 	__m256i y0 = load32(p), y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
 
-	if (dst != NULL) {
-		store32(dst, y0);
-		store32(dst + 32, y1);
-		store32(dst + 64, y2);
-		store32(dst + 96, y3);
-		dst += 128;
-	}
+	if (dst != NULL)
+		dst = store128(dst, y0, y1, y2, y3);
 	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
 	for (p += 128, len -= 128; len >= 128; p += 128, len -= 128) {
 		__m256i n0 = load32(p), n1 = load32(p + 32), n2 = load32(p + 64), n3 = load32(p + 96);
 
-		if (dst != NULL) {
-			store32(dst, n0);
-			store32(dst + 32, n1);
-			store32(dst + 64, n2);
-			store32(dst + 96, n3);
-			dst += 128;
-		}
+		if (dst != NULL)
+			dst = store128(dst, n0, n1, n2, n3);
 		y0 = fold256(y0, k1024, n0);
 		y1 = fold256(y1, k1024, n1);
 		y2 = fold256(y2, k1024, n2);

@@ -101,20 +101,50 @@ static void probe(void *arg)
 	__atomic_add_fetch(&probe_runs, 1, __ATOMIC_RELEASE);
 }
 
+/* An interrupt callback (probe()) on eventfd *fd, not run yet. */
+static struct rte_intr_handle *probe_on(int *fd)
+{
+	struct rte_intr_handle *ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+
+	*fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ck_assert_ptr_nonnull(ih);
+	ck_assert_int_ge(*fd, 0);
+	ck_assert_int_eq(rte_intr_fd_set(ih, *fd), 0);
+	ck_assert_int_eq(rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT), 0);
+	ck_assert_int_eq(rte_intr_callback_register(ih, probe, fd), 0);
+	__atomic_store_n(&probe_runs, 0, __ATOMIC_RELAXED);
+	return ih;
+}
+
+static void probe_off(struct rte_intr_handle *ih, int *fd)
+{
+	while (rte_intr_callback_unregister(ih, probe, fd) == -EAGAIN)
+		rte_delay_us_sleep(1000);
+	rte_intr_instance_free(ih);
+	close(*fd);
+}
+
+/* The server polls (nothing arrives) until the probe has run, 5 s at most: it runs once,
+ * in a window opened since @p windows. */
+static void poll_until_probe_ran(uint64_t windows)
+{
+	struct rte_mbuf *rx[8];
+	uint64_t end = uiw_now_ns() + 5 * UIW_NS_PER_S;
+
+	while (__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE) == 0 && uiw_now_ns() < end)
+		ck_assert_uint_eq(uiw_port_rx(&srv, rx, 8), 0);
+	ck_assert_int_eq(__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE), 1);
+	ck_assert_uint_gt(uiw_port_gate_windows(), windows);
+}
+
 /* A callback due on the interrupt thread waits while bursts may run, however long, and
  * runs once the data path opens the gate. */
 START_TEST(interrupt_callbacks_run_only_between_bursts)
 {
-	struct rte_mbuf *rx[8];
-	struct rte_intr_handle *ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
-	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	uint64_t windows, end;
+	int fd;
+	struct rte_intr_handle *ih = probe_on(&fd);
+	uint64_t windows;
 
-	ck_assert_ptr_nonnull(ih);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(rte_intr_fd_set(ih, fd), 0);
-	ck_assert_int_eq(rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT), 0);
-	ck_assert_int_eq(rte_intr_callback_register(ih, probe, &fd), 0);
 	frame_across(&cli, &srv, 1);
 	ck_assert(uiw_port_gate_held());
 	windows = uiw_port_gate_windows();
@@ -125,17 +155,10 @@ START_TEST(interrupt_callbacks_run_only_between_bursts)
 	ck_assert_int_eq(__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE), 0);
 	ck_assert(uiw_port_gate_held());
 	/* Polling goes on: at the end of the hold the thread is let go and runs it. */
-	end = uiw_now_ns() + 5 * UIW_NS_PER_S;
-	while (__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE) == 0 && uiw_now_ns() < end)
-		ck_assert_uint_eq(uiw_port_rx(&srv, rx, 8), 0);
-	ck_assert_int_eq(__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE), 1);
-	ck_assert_uint_gt(uiw_port_gate_windows(), windows);
+	poll_until_probe_ran(windows);
 	/* And the gate closes again: frames still pass. */
 	frame_across(&srv, &cli, 2);
-	while (rte_intr_callback_unregister(ih, probe, &fd) == -EAGAIN)
-		rte_delay_us_sleep(1000);
-	rte_intr_instance_free(ih);
-	close(fd);
+	probe_off(ih, &fd);
 }
 END_TEST
 
@@ -164,17 +187,11 @@ static void *burster(void *arg)
 START_TEST(hold_ends_only_after_an_unlocked_burst_leaves)
 {
 	struct rte_mbuf *rx[8];
-	struct rte_intr_handle *ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
-	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int fd;
+	struct rte_intr_handle *ih = probe_on(&fd);
 	uint64_t windows, end;
 	pthread_t th;
 
-	ck_assert_ptr_nonnull(ih);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(rte_intr_fd_set(ih, fd), 0);
-	ck_assert_int_eq(rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT), 0);
-	ck_assert_int_eq(rte_intr_callback_register(ih, probe, &fd), 0);
-	__atomic_store_n(&probe_runs, 0, __ATOMIC_RELAXED);
 	frame_across(&cli, &srv, 1);
 	/* Polled until the gate is closed for a long hold (both links up). */
 	for (int i = 0; i < 64; i++)
@@ -196,16 +213,9 @@ START_TEST(hold_ends_only_after_an_unlocked_burst_leaves)
 	/* It leaves: the next steps let the thread go, and the callback runs. */
 	__atomic_store_n(&burster_go, 1, __ATOMIC_RELEASE);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
-	end = uiw_now_ns() + 5 * UIW_NS_PER_S;
-	while (__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE) == 0 && uiw_now_ns() < end)
-		ck_assert_uint_eq(uiw_port_rx(&srv, rx, 8), 0);
-	ck_assert_int_eq(__atomic_load_n(&probe_runs, __ATOMIC_ACQUIRE), 1);
-	ck_assert_uint_gt(uiw_port_gate_windows(), windows);
+	poll_until_probe_ran(windows);
 	frame_across(&srv, &cli, 2);
-	while (rte_intr_callback_unregister(ih, probe, &fd) == -EAGAIN)
-		rte_delay_us_sleep(1000);
-	rte_intr_instance_free(ih);
-	close(fd);
+	probe_off(ih, &fd);
 }
 END_TEST
 

@@ -1178,14 +1178,12 @@ START_TEST(active_open_then_data_and_retransmission)
 }
 END_TEST
 
-/* The probe and retransmission timers never fire before their deadline, wherever in the
- * wheel's millisecond they were armed (RFC 6298 §5, RFC 8985 §7.2): data sent 50 us before
- * a tick boundary gets no probe at the boundary, nor before its 1 ms timeout, one after. */
-START_TEST(probe_never_before_its_timeout)
+/* An active open answered at once by a SYN-ACK with no options: connected, with an RTT of
+ * about nothing (the handshake is timed), the port's record cleared. */
+static struct uiw_tcp_conn *connect_at_once(void)
 {
 	struct uiw_tcp_conn *c;
-	struct out syn, o, r;
-	uint64_t sent_at;
+	struct out syn;
 
 	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 80, &ops, NULL, now_ns, &c), 0);
 	uiw_port_flush(&fx_port.port);
@@ -1194,6 +1192,18 @@ START_TEST(probe_never_before_its_timeout)
 			      .flags = UIW_TCP_SYN | UIW_TCP_ACK });
 	ck_assert_uint_eq(ev.connected, 1);
 	fake_port_clear(&fx_port);
+	return c;
+}
+
+/* The probe and retransmission timers never fire before their deadline, wherever in the
+ * wheel's millisecond they were armed (RFC 6298 §5, RFC 8985 §7.2): data sent 50 us before
+ * a tick boundary gets no probe at the boundary, nor before its 1 ms timeout, one after. */
+START_TEST(probe_never_before_its_timeout)
+{
+	struct uiw_tcp_conn *c = connect_at_once();
+	struct out o, r;
+	uint64_t sent_at;
+
 	/* The timed handshake gave an RTT of about nothing: the probe timeout is its floor. */
 	now_ns = (now_ns / MS + 3) * MS - 50 * 1000;
 	sent_at = now_ns;
@@ -1224,16 +1234,9 @@ END_TEST
  * gives a small RTT sample, not one of 2^32 us. */
 START_TEST(clock_behind_the_last_pass_does_not_go_back)
 {
-	struct uiw_tcp_conn *c;
-	struct out syn, o;
+	struct uiw_tcp_conn *c = connect_at_once();
+	struct out o;
 
-	ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, 80, &ops, NULL, now_ns, &c), 0);
-	uiw_port_flush(&fx_port.port);
-	sent(0, &syn);
-	inject(&(struct seg){ .sport = 80, .dport = c->lport, .seq = PEER_ISN, .ack = syn.seq + 1,
-			      .flags = UIW_TCP_SYN | UIW_TCP_ACK });
-	ck_assert_uint_eq(ev.connected, 1);
-	fake_port_clear(&fx_port);
 	advance(10 * MS);
 	ck_assert_int_eq(uiw_tcp_send(c, frame_copy("tick", 4), 0), 0);
 	uiw_tcp_run(T, now_ns);
