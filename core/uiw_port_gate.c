@@ -30,10 +30,12 @@ enum gate_state {
 };
 
 /*
- * The fast way in. Each bursting thread has a slot with its own flag. While the gate is
- * closed for a long hold (every gated link up), a thread sets its flag, then looks at
- * `fast`: if set, it bursts, with no lock and no atomic read-modify-write (a locked
- * instruction a burst was a third of an idle poll pass, perf). The thread that ends the
+ * The fast way in. Each bursting thread has a slot with its own flag (the first
+ * GATE_SLOTS threads to burst, for the life of the process; later ones take the lock
+ * every time, as before). While the gate is closed for a long hold (every gated link
+ * up), a thread sets its flag, then looks at `fast`: if set, it bursts, with no lock and
+ * no atomic read-modify-write (a locked instruction a burst was a third of an idle poll
+ * pass, perf). The thread that ends the
  * hold clears `fast`, then has the kernel run a full barrier on every thread of the
  * process (membarrier(2), private expedited), so each thread either saw `fast` cleared
  * or has its flag visible, and waits for the flags. Without membarrier (an old kernel, a
