@@ -166,8 +166,12 @@ int uiw_port_gate_attach(uint16_t port_id)
 	} else if (gate.ih == NULL) {
 		rc = gate_create();   /* once per process: the gate stays registered */
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		gate.ports[gate.nports++] = port_id;
+		/* Its link is down: bursts step the gate each time again, so that the hold
+		 * ends on time and the interrupt thread can bring the link up. */
+		fast_off();
+	}
 	rte_spinlock_unlock(&gate.lock);
 	return rc;
 }
@@ -221,6 +225,8 @@ void uiw_port_gate_detach(uint16_t port_id)
 			break;
 		}
 	}
+	if (last)
+		fast_off();   /* parked below; a port opened later steps the gate at once */
 	rte_spinlock_unlock(&gate.lock);
 	if (last)
 		park();
