@@ -96,13 +96,16 @@ uint16_t uiw_copy_sum(void *dst, const void *src, size_t len)
 	size_t rounds;
 	uint64_t wide;
 
+	/* The sums read the source: read back, the destination's octets would wait for the
+	 * copy's stores, and those for the line when another core read it last (memif's
+	 * zero-copy client reuses mbufs its server read). */
 	if (len < UIW_CSUM_WIDE_MIN || !have_avx2()) {
 		memcpy(d, p, len);
-		return uiw_raw_sum(d, len);
+		return uiw_raw_sum(p, len);
 	}
 	rounds = len / 64;
 	wide = copy_sum64_avx2(d, p, rounds);
 	memcpy(d + rounds * 64, p + rounds * 64, len - rounds * 64);
 	return uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) +
-			      uiw_raw_sum(d + rounds * 64, len - rounds * 64));
+			      uiw_raw_sum(p + rounds * 64, len - rounds * 64));
 }
