@@ -45,6 +45,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->mpa_markers = 0;
 	cfg->mpa_markers_ok = 1;
 	cfg->tx_zero_copy = 0;
+	cfg->memif_zero_copy = 0;
 	cfg->tso = 0;
 	cfg->lro = 1;
 	cfg->mpa_p2p = 0;
@@ -185,6 +186,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("send_imm", send_imm, 0, 1),
 	UINT_KEY("recv_wait_ms", recv_wait_ms, 0, 600000),
 	UINT_KEY("tx_zero_copy", tx_zero_copy, 0, 2),
+	UINT_KEY("memif_zero_copy", memif_zero_copy, 0, 1),
 	UINT_KEY("tso", tso, 0, 1),
 	UINT_KEY("lro", lro, 0, 1),
 	UINT_KEY("mpa_reply_timeout_ms", mpa_reply_timeout_ms, 10, 600000),

@@ -92,6 +92,8 @@ struct uiw_config {
 	                                    *   long for one (0: Terminated at once) */
 	unsigned tso;                      /**< TCP segmentation offload where the port has it */
 	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */
+	unsigned memif_zero_copy;          /**< a memif client lends its mbufs to the server
+	                                    *   where the EAL allows it (docs/CONFIG.md) */
 	unsigned tx_zero_copy;             /**< Sends and Writes go out from registered memory:
 	                                    *   0 never (default), 1 where the port can, 2 always */
 	unsigned mpa_reply_timeout_ms;     /**< initiator: wait for the Reply */

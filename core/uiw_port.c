@@ -19,6 +19,7 @@
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <rte_eal_memconfig.h>
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
 #include <rte_ring.h>
@@ -134,6 +135,8 @@ static int pushs(struct argbuf *ab, const char *s)
 	return push(ab, s, strlen(s));
 }
 
+static bool memif_zc_asked(const struct uiw_config *cfg);
+
 int uiw_eal_build_args(const struct uiw_config *cfg, const char *prog, char **argv,
 		       int max_args, char *store, size_t store_len)
 {
@@ -176,6 +179,9 @@ int uiw_eal_build_args(const struct uiw_config *cfg, const char *prog, char **ar
 		rc |= pushs(&ab, "--no-shconf");
 		rc |= pushs(&ab, "-m");
 		rc |= pushs(&ab, mem);
+		/* memif's zero-copy client shares the EAL's memory by its file (memif_args()). */
+		if (memif_zc_asked(cfg))
+			rc |= pushs(&ab, "--single-file-segments");
 	}
 	rc |= pushs(&ab, eal_log[cfg->log_level]);
 	for (const char *p = cfg->eal_args; *p != '\0';) {
@@ -279,20 +285,66 @@ static bool devarg(const char *args, const char *key, char *out, size_t len)
 }
 
 /*
+ * Whether @p cfg's port is a memif client that is to lend its mbufs to the server (memif's
+ * zero-copy client): zero-copy=yes in its devargs, or none named and key memif_zero_copy
+ * on. The server then maps the client's DPDK memory and reads each frame where it lies,
+ * and writes what it sends straight into the client's mbufs: of the two copies memif
+ * makes of each frame, the client's is gone. DPDK needs the EAL's memory in one file per
+ * list for it (--single-file-segments).
+ */
+static bool memif_zc_asked(const struct uiw_config *cfg)
+{
+	size_t n = strcspn(cfg->port, ",");
+	const char *args = cfg->port[n] == ',' ? cfg->port + n + 1 : "";
+	char v[16];
+
+	if (strncmp(cfg->port, "net_memif", 9) != 0 || !devarg(args, "role", v, sizeof(v)) ||
+	    strcmp(v, "client") != 0)
+		return false;
+	if (devarg(args, "zero-copy", v, sizeof(v)))
+		return strcmp(v, "yes") == 0;
+	return cfg->memif_zero_copy != 0;
+}
+
+/*
  * memif's buffers are 2048 octets unless its devargs say otherwise, and in DPDK 22.11 a
  * frame spread over several of them is received again and again once the peer goes
  * (hundreds of thousands of stale copies of a 20 MB stream at MTU 9000, measured): for an
  * MTU that needs more, a memif port without bsize= gets buffers that hold a whole frame.
+ *
+ * A client without zero-copy= in its devargs gets zero-copy=yes (memif_zc_asked()) when
+ * key memif_zero_copy is on and the EAL runs without hugepages, in one file
+ * (uiw_eal_build_args()): memif names each lent frame by its offset in the first of the
+ * EAL's memory lists, and only then is there one list, the pool's among them.
  */
 static const char *memif_args(const char *name, const char *args, const struct uiw_config *cfg,
 			      char *buf, size_t len)
 {
 	unsigned frame = cfg->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	bool bsize = frame > 2048 && strstr(args, "bsize=") == NULL;
+	bool zc = strstr(args, "zero-copy=") == NULL && memif_zc_asked(cfg) &&
+		  !rte_eal_has_hugepages() && rte_mcfg_get_single_file_segments();
+	int n;
 
-	if (strncmp(name, "net_memif", 9) != 0 || frame <= 2048 || strstr(args, "bsize=") != NULL)
+	if (strncmp(name, "net_memif", 9) != 0 || (!bsize && !zc))
 		return args;
-	snprintf(buf, len, "%s%sbsize=%u", args, *args ? "," : "", (frame + 1023) / 1024 * 1024);
+	n = snprintf(buf, len, "%s", args);
+	if (bsize && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "%sbsize=%u", n ? "," : "",
+			      (frame + 1023) / 1024 * 1024);
+	if (zc && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "%szero-copy=yes", n ? "," : "");
 	return buf;
+}
+
+/* Whether memif port @p info lends its mbufs to its peer (zero-copy=yes in its devargs). */
+static bool memif_lends(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = rte_dev_devargs(info->device);
+	char v[8];
+
+	return strcmp(info->driver_name, "net_memif") == 0 && da != NULL && da->args != NULL &&
+	       devarg(da->args, "zero-copy", v, sizeof(v)) && strcmp(v, "yes") == 0;
 }
 
 /*
@@ -775,8 +827,10 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		rss_learn(port, &info);
 	/* These PMDs copy each frame into their ring, socket or file inside tx_burst and free
 	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
-	 * DMA the buffers, so lent memory is copied for them). */
-	port->tx_ext = strcmp(info.driver_name, "net_memif") == 0 ||
+	 * DMA the buffers, so lent memory is copied for them; so does memif's zero-copy
+	 * client, whose peer reads frames in the EAL's memory, where they are, later). */
+	port->memif_zc = memif_lends(&info);
+	port->tx_ext = (strcmp(info.driver_name, "net_memif") == 0 && !port->memif_zc) ||
 		       strcmp(info.driver_name, "net_af_packet") == 0 ||
 		       strcmp(info.driver_name, "net_tap") == 0 ||
 		       strcmp(info.driver_name, "net_pcap") == 0 ||
@@ -801,9 +855,10 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		memcpy(port->mac.addr_bytes, cfg->mac, 6);
 	else if (rte_is_zero_ether_addr(&port->mac))
 		rte_eth_random_addr(port->mac.addr_bytes);
-	UIW_INFO("port %s: up, id %u, MAC " RTE_ETHER_ADDR_PRT_FMT ", MTU %u, offloads: %s",
+	UIW_INFO("port %s: up, id %u, MAC " RTE_ETHER_ADDR_PRT_FMT ", MTU %u, offloads: %s%s",
 		 port->name, port_id, RTE_ETHER_ADDR_BYTES(&port->mac), port->mtu,
-		 uiw_port_offloads_str(port, offs, sizeof(offs)));
+		 uiw_port_offloads_str(port, offs, sizeof(offs)),
+		 port->memif_zc ? ", memif zero-copy client" : "");
 	return 0;
 fail:
 	rte_eth_dev_close(port_id);

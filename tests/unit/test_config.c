@@ -216,6 +216,52 @@ START_TEST(eal_args_for_pci_port_with_hugepages)
 }
 END_TEST
 
+/* memif's zero-copy client needs the EAL's memory in one file: asked for a memif client
+ * only, when key memif_zero_copy or the devargs ask for it (the key is off by default). */
+START_TEST(eal_args_for_memif_zero_copy_client)
+{
+	static const struct {
+		const char *port, *zc;
+		bool one_file;
+	} cases[] = {
+		{ "net_memif0,role=client,socket=/tmp/m.sock", "1", true },
+		{ "net_memif0,socket=/tmp/m.sock,role=client", "1", true },
+		{ "net_memif0,role=client,zero-copy=no", "1", false },
+		{ "net_memif0,role=client", "0", false },
+		{ "net_memif0,role=client,zero-copy=yes", "0", true },
+		{ "net_memif0,role=server,socket=/tmp/role=client", "1", false },
+		{ "net_memif0", "1", false },
+		{ "net_ring0", "1", false },
+	};
+	char *argv[64];
+	char store[2048];
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int argc;
+
+		uiw_config_defaults(&cfg);
+		ck_assert_int_eq(uiw_config_set(&cfg, "port", cases[k].port, err, sizeof(err)), 0);
+		ck_assert_int_eq(uiw_config_set(&cfg, "hugepages", "off", err, sizeof(err)), 0);
+		ck_assert_int_eq(uiw_config_set(&cfg, "memif_zero_copy", cases[k].zc, err,
+						sizeof(err)), 0);
+		argc = uiw_eal_build_args(&cfg, "prog", argv, 64, store, sizeof(store));
+		ck_assert_int_gt(argc, 0);
+		ck_assert_msg((argv_has(argv, argc, "--single-file-segments") > 0) ==
+				      cases[k].one_file,
+			      "%s, memif_zero_copy=%s", cases[k].port, cases[k].zc);
+		ck_assert_int_gt(argv_has(argv, argc, "--no-huge"), 0);
+	}
+	uiw_config_defaults(&cfg);
+	uiw_config_set(&cfg, "port", "net_memif0,role=client", err, sizeof(err));
+	uiw_config_set(&cfg, "hugepages", "off", err, sizeof(err));
+	int argc = uiw_eal_build_args(&cfg, "prog", argv, 64, store, sizeof(store));
+
+	ck_assert_int_gt(argc, 0);
+	ck_assert_int_lt(argv_has(argv, argc, "--single-file-segments"), 0);
+	ck_assert_int_ne(uiw_config_set(&cfg, "memif_zero_copy", "2", err, sizeof(err)), 0);
+}
+END_TEST
+
 START_TEST(eal_args_overflow_refused)
 {
 	char *argv[8];
@@ -252,6 +298,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, environment_errors_name_source);
 	tcase_add_test(tc, eal_args_for_virtual_port_without_hugepages);
 	tcase_add_test(tc, eal_args_for_pci_port_with_hugepages);
+	tcase_add_test(tc, eal_args_for_memif_zero_copy_client);
 	tcase_add_test(tc, eal_args_overflow_refused);
 	tcase_add_test(tc, pci_addresses_recognised);
 	suite_add_tcase(s, tc);
