@@ -347,6 +347,43 @@ static bool memif_lends(const struct rte_eth_dev_info *info)
 	       devarg(da->args, "zero-copy", v, sizeof(v)) && strcmp(v, "yes") == 0;
 }
 
+/* The first of the EAL's memory lists that holds memory: memif's zero-copy client names
+ * each frame by its offset in it (its region 1). */
+static int first_list(const struct rte_memseg_list *msl, void *arg)
+{
+	if (msl->external || msl->memseg_arr.count == 0)
+		return 0;
+	*(const struct rte_memseg_list **)arg = msl;
+	return 1;
+}
+
+struct pool_lists {
+	const struct rte_memseg_list *first;
+	bool outside;
+};
+
+static void pool_chunk_list(struct rte_mempool *mp, void *arg, struct rte_mempool_memhdr *h,
+			    unsigned idx)
+{
+	struct pool_lists *pl = arg;
+
+	(void)mp;
+	(void)idx;
+	if (rte_mem_virt2memseg_list(h->addr) != pl->first)
+		pl->outside = true;
+}
+
+/* Whether memif's zero-copy client can name every mbuf of @p pool (see first_list()). */
+static bool pool_in_first_list(struct rte_mempool *pool)
+{
+	struct pool_lists pl = { NULL, false };
+
+	if (rte_memseg_list_walk(first_list, (void *)&pl.first) != 1)
+		return false;
+	rte_mempool_mem_iter(pool, pool_chunk_list, &pl);
+	return !pl.outside;
+}
+
 /*
  * af_packet's rings hold frames of framesz octets (2048 unless the devargs say otherwise),
  * and its MTU call refuses an MTU whose frame does not fit one. The kernel puts a frame at
@@ -827,9 +864,17 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		rss_learn(port, &info);
 	/* These PMDs copy each frame into their ring, socket or file inside tx_burst and free
 	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
-	 * DMA the buffers, so lent memory is copied for them; so does memif's zero-copy
-	 * client, whose peer reads frames in the EAL's memory, where they are, later). */
+	 * DMA the buffers, so lent memory is copied for them, and for memif's zero-copy
+	 * client, whose server reads each frame later, in the client's DPDK memory). */
 	port->memif_zc = memif_lends(&info);
+	if (port->memif_zc && !pool_in_first_list(port->pool)) {
+		/* Its frames would name other memory than their own. */
+		UIW_ERR("port %s: memif zero-copy client, but the mbuf pool lies outside the EAL's "
+			"first memory list, which memif names frames by (run without hugepages, "
+			"or without zero-copy=yes)", port->name);
+		rte_eth_dev_stop(port_id);
+		goto fail;
+	}
 	port->tx_ext = (strcmp(info.driver_name, "net_memif") == 0 && !port->memif_zc) ||
 		       strcmp(info.driver_name, "net_af_packet") == 0 ||
 		       strcmp(info.driver_name, "net_tap") == 0 ||
