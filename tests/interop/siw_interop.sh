@@ -66,6 +66,18 @@ host() {
 	ip netns exec "$SIWVM_NS" env LD_LIBRARY_PATH="$dropin" UIWARP_CONFIG="$cfg" "$@"
 }
 
+# wire_tail PCAP: how the connection ended on the wire, for a case that failed (CI keeps
+# only this output): the capture checker's summary, TCP's sequence events (losses,
+# retransmissions, zero windows) and the last TCP segments (time, source, seq, ack, length,
+# window).
+wire_tail() {
+	echo "    wire: ${chk:-no capture check}"
+	command -v tshark >/dev/null || return 0
+	tshark -r "$1" -q -z expert 2>/dev/null | grep -E '^ +[0-9]+ +Sequence +TCP' | sed 's/^ */    wire: /'
+	tshark -r "$1" -Y tcp -T fields -e frame.time_relative -e ip.src -e tcp.seq -e tcp.ack \
+		-e tcp.len -e tcp.window_size 2>/dev/null | tail -8 | sed 's/^/    wire: /'
+}
+
 # run_case NAME ROLE GUEST_CMD HOST_FN: boots the guest with GUEST_CMD and a capture. ROLE
 # server (uiwarp serves): HOST_FN serve is started, and the guest is released (uiw_await_go)
 # once uiwarp answers pings; ROLE client: HOST_FN runs once the guest's server listens. The
@@ -122,6 +134,7 @@ run_case() {
 		echo "FAIL $name ($((SECONDS - t)) s): $why"
 		tail -8 "$HOSTLOG" | sed 's/^/    host: /'
 		grep -v '^\[' "$out/$name.guest.log" | tail -12 | sed 's/^/    guest: /'
+		wire_tail "$cap"
 		fail=1
 	else
 		echo "ok   $name ($((SECONDS - t)) s): ${chk##*: }$(cat "$out/$name.note" 2>/dev/null)"
