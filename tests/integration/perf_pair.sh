@@ -22,18 +22,25 @@ done
 # copy fails at the peer, and the failed completion fails the run.
 tmp=$(mktemp -d /tmp/uiw-pp.XXXXXX)
 common="hugepages=off; memory=512; tx_zero_copy=1"
-for op in send write; do
-  sock="$tmp/$op.sock"
-  "$1" --set "port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.71.0.1/24; lcores=1; $common" \
+# memif_run OP CLIENT_DEVARGS: a memif server and a client (CLIENT_DEVARGS after its socket)
+# running OP from 256 B to 1 MiB; sets out (the client's output with its counters), rc, rows
+# (sizes completed) and lent (octets lent).
+memif_run() {
+  local sock="$tmp/$1${2:+-zc}.sock" spid
+  "$perf" --set "port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.71.0.1/24; lcores=1; $common" \
     --listen 18516 >"$tmp/srv.log" 2>&1 &
   spid=$!
   for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-  out=$(UIWARP_STATS=1 timeout 60 "$1" --set "port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.71.0.2/24; lcores=0; $common" \
-    --connect 10.71.0.1:18516 --op "$op" --sizes 256:1048576 --iters 50 --csv 2>&1)
+  out=$(UIWARP_STATS=1 timeout 60 "$perf" --set "port=net_memif0,role=client,socket=$sock,socket-abstract=no$2; ip=10.71.0.2/24; lcores=0; $common" \
+    --connect 10.71.0.1:18516 --op "$1" --sizes 256:1048576 --iters 50 --csv 2>&1)
   rc=$?
   kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
   rows=$(grep -c "^[A-Za-z ]*,bw,[0-9]" <<<"$out")
   lent=$(grep -oP 'tx_lent_octets\D*\K[0-9]+' <<<"$out" | head -1)
+}
+perf=$1
+for op in send write; do
+  memif_run "$op" ""
   if [ $rc -ne 0 ] || [ "$rows" -ne 13 ] || [ "${lent:-0}" -eq 0 ]; then
     echo "FAIL: memif zero-copy $op: rc $rc, $rows of 13 sizes, ${lent:-0} octets lent"
     tail -5 <<<"$out"; fail=1
@@ -46,17 +53,7 @@ done
 # (registered memory lies outside the memory the server maps, which memif names frames by),
 # and every size must still complete, both ways (Read).
 for op in write read; do
-  sock="$tmp/zc$op.sock"
-  "$1" --set "port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.71.0.1/24; lcores=1; $common" \
-    --listen 18516 >"$tmp/srv.log" 2>&1 &
-  spid=$!
-  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-  out=$(UIWARP_STATS=1 timeout 60 "$1" --set "port=net_memif0,role=client,socket=$sock,socket-abstract=no,zero-copy=yes; ip=10.71.0.2/24; lcores=0; $common" \
-    --connect 10.71.0.1:18516 --op "$op" --sizes 256:1048576 --iters 50 --csv 2>&1)
-  rc=$?
-  kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-  rows=$(grep -c "^[A-Za-z ]*,bw,[0-9]" <<<"$out")
-  lent=$(grep -oP 'tx_lent_octets\D*\K[0-9]+' <<<"$out" | head -1)
+  memif_run "$op" ",zero-copy=yes"
   if [ $rc -ne 0 ] || [ "$rows" -ne 13 ] || [ "${lent:-0}" -ne 0 ] ||
      ! grep -q "memif zero-copy client" <<<"$out"; then
     echo "FAIL: memif zero-copy client, $op: rc $rc, $rows of 13 sizes, ${lent:-0} octets lent"
