@@ -809,6 +809,7 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	unsigned room = RTE_MBUF_DEFAULT_BUF_SIZE;
 	unsigned need = RTE_PKTMBUF_HEADROOM + cfg->mtu + RTE_ETHER_HDR_LEN + 2 * RTE_ETHER_CRC_LEN;
 	char offs[160];
+	bool memif_zc;
 	int rc;
 
 	memset(port, 0, sizeof(*port));
@@ -866,8 +867,8 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
 	 * DMA the buffers, so lent memory is copied for them, and for memif's zero-copy
 	 * client, whose server reads each frame later, in the client's DPDK memory). */
-	port->memif_zc = memif_lends(&info);
-	if (port->memif_zc && !pool_in_first_list(port->pool)) {
+	memif_zc = memif_lends(&info);
+	if (memif_zc && !pool_in_first_list(port->pool)) {
 		/* Its frames would name other memory than their own. */
 		UIW_ERR("port %s: memif zero-copy client, but the mbuf pool lies outside the EAL's "
 			"first memory list, which memif names frames by (run without hugepages, "
@@ -875,7 +876,7 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		rte_eth_dev_stop(port_id);
 		goto fail;
 	}
-	port->tx_ext = (strcmp(info.driver_name, "net_memif") == 0 && !port->memif_zc) ||
+	port->tx_ext = (strcmp(info.driver_name, "net_memif") == 0 && !memif_zc) ||
 		       strcmp(info.driver_name, "net_af_packet") == 0 ||
 		       strcmp(info.driver_name, "net_tap") == 0 ||
 		       strcmp(info.driver_name, "net_pcap") == 0 ||
@@ -903,7 +904,7 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	UIW_INFO("port %s: up, id %u, MAC " RTE_ETHER_ADDR_PRT_FMT ", MTU %u, offloads: %s%s",
 		 port->name, port_id, RTE_ETHER_ADDR_BYTES(&port->mac), port->mtu,
 		 uiw_port_offloads_str(port, offs, sizeof(offs)),
-		 port->memif_zc ? ", memif zero-copy client" : "");
+		 memif_zc ? ", memif zero-copy client" : "");
 	return 0;
 fail:
 	rte_eth_dev_close(port_id);

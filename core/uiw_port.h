@@ -87,8 +87,6 @@ struct uiw_port {
 	bool gated;                   /**< memif: bursts take turns with its control thread */
 	bool tx_ext;                  /**< the PMD copies each frame as it takes it: frames may
 	                               *   point into memory DPDK does not know (lent memory) */
-	bool memif_zc;                /**< memif's zero-copy client: the peer reads our frames
-	                               *   in place, after tx_burst returns */
 	bool tx_dma;                  /**< a PCI NIC reading frames through the IOMMU with IOVA
 	                               *   as the address: frames may point into registered
 	                               *   memory mapped for it (uiw_dma.h) */
