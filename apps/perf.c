@@ -289,6 +289,12 @@ static int poll_cli(struct ibv_wc *wc, int n, const struct hello *ask)
 			exit(1);
 		}
 	progress(ask);
+	/* Only measuring polls here: a connection that went down now was ended by the peer
+	 * or the stack (a Terminate: the log says why), and what we wait for never comes. */
+	if (cli.down) {
+		fprintf(stderr, "uiwarp-perf: the connection closed during the run\n");
+		exit(1);
+	}
 	return k;
 }
 
