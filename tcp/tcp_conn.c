@@ -482,6 +482,11 @@ uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c)
 	return u32_min(room - below, UIW_TCP_TX_COPY_EXT_MAX);
 }
 
+bool uiw_tcp_tx_frames_copied(const struct uiw_tcp_conn *c)
+{
+	return c->tcp->port->tx_ext;
+}
+
 bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c)
 {
 	return c->tcp->summed_flag != 0 &&
