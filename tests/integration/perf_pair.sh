@@ -23,21 +23,22 @@ done
 tmp=$(mktemp -d /tmp/uiw-pp.XXXXXX)
 common="hugepages=off; memory=512; tx_zero_copy=1"
 # run_pair OP SOCK SERVER_PORT CLIENT_PORT [CONFIG]: a server on SERVER_PORT (which makes
-# SOCK) and a client on CLIENT_PORT running OP from 256 B to 1 MiB, CONFIG added to both;
-# sets out (the client's output with its counters), rc, rows (sizes completed) and lent
-# (octets lent).
+# SOCK) and a client on CLIENT_PORT running OP ("write", or "write --lat" and so on) from
+# 256 B to 1 MiB, CONFIG added to both; sets out (the client's output with its counters),
+# rc, rows (sizes completed), lent and srv_lent (octets lent by each side).
 run_pair() {
   local spid
-  "$perf" --set "port=$3; ip=10.71.0.1/24; lcores=1; $common; ${5:-}" \
+  UIWARP_STATS=1 "$perf" --set "port=$3; ip=10.71.0.1/24; lcores=1; $common; ${5:-}" \
     --listen 18516 >"$tmp/srv.log" 2>&1 &
   spid=$!
   for _ in $(seq 100); do [ -S "$2" ] && break; sleep 0.1; done
   out=$(UIWARP_STATS=1 timeout 60 "$perf" --set "port=$4; ip=10.71.0.2/24; lcores=0; $common; ${5:-}" \
-    --connect 10.71.0.1:18516 --op "$1" --sizes 256:1048576 --iters 50 --csv 2>&1)
+    --connect 10.71.0.1:18516 --op $1 --sizes 256:1048576 --iters 50 --csv 2>&1)
   rc=$?
   kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-  rows=$(grep -c "^[A-Za-z ]*,bw,[0-9]" <<<"$out")
+  rows=$(grep -c "^[A-Za-z ]*,\(bw\|lat\),[0-9]" <<<"$out")
   lent=$(grep -oP 'tx_lent_octets\D*\K[0-9]+' <<<"$out" | head -1)
+  srv_lent=$(grep -oP 'tx_lent_octets\D*\K[0-9]+' "$tmp/srv.log" | head -1)
 }
 # memif_run OP CLIENT_DEVARGS: run_pair over memif, CLIENT_DEVARGS after the client's socket.
 memif_run() {
@@ -72,18 +73,25 @@ done
 # virtio-user to vhost-user, where the NIC's part (the TCP checksum, and with tso=1 the
 # cutting into segments) is left to the PMD and MPA takes the CRC from the source pieces,
 # not from the mbuf it copies them into: every size must complete, CRC on, the peer
-# checking each FPDU's CRC (a bad one ends the connection with a Terminate).
+# checking each FPDU's CRC (a bad one ends the connection with a Terminate). Reads and
+# the Writes back of a latency run make the vhost side send: its PMD copies each frame as
+# it takes it, so there FPDUs are copied into the segment, the CRC taken in that copy's
+# pass, and (tx_zero_copy=1) lent memory given to the PMD by reference.
 for tso in 0 1; do
-  for op in write send; do
-    sock="$tmp/v-$op-$tso.sock"
+  for op in write send read "write --lat"; do
+    sock="$tmp/v-${op// /}-$tso.sock"
+    conf="tso=$tso"
+    [ "$op" = "write --lat" ] || conf="$conf; tx_zero_copy=0"
     run_pair "$op" "$sock" "net_vhost0,iface=$sock,queues=1,tso=1" \
-      "net_virtio_user0,path=$sock,queues=1" "tso=$tso; tx_zero_copy=0"
+      "net_virtio_user0,path=$sock,queues=1" "$conf"
     frames=$(grep -oP 'tx_tso_frames\D*\K[0-9]+' <<<"$out" | head -1)
-    if [ $rc -ne 0 ] || [ "$rows" -ne 13 ] || { [ $tso = 1 ] && [ "${frames:-0}" -eq 0 ]; }; then
-      echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames"
+    if [ $rc -ne 0 ] || [ "$rows" -ne 13 ] ||
+       { [ $tso = 1 ] && [ "$op" != read ] && [ "${frames:-0}" -eq 0 ]; } ||
+       { [ "$op" = "write --lat" ] && [ "${srv_lent:-0}" -eq 0 ]; }; then
+      echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames, vhost side lent ${srv_lent:-0} octets"
       tail -5 <<<"$out"; fail=1
     else
-      echo "ok: virtio-user $op, tso=$tso (${frames:-0} TSO frames): $(grep ',1048576,' <<<"$out")"
+      echo "ok: virtio-user $op, tso=$tso (${frames:-0} TSO frames, vhost side lent ${srv_lent:-0} octets): $(grep ',1048576,' <<<"$out")"
     fi
   done
 done
