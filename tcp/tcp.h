@@ -189,10 +189,11 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
  *  a caller that sums what it queues need not sum pieces this short. */
 uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c);
 
-/** True when the port's PMD copies each frame as it takes it (memif, af_packet, tap, pcap):
- *  what a caller writes for the send queue stays in this core's caches. Elsewhere the
- *  peer or the NIC reads the mbufs later, so a fresh mbuf's lines were last read there:
- *  a caller should not read back what it has just written into one. */
+/** True when the port's PMD copies each frame as it takes it (memif, af_packet, tap, pcap,
+ *  null, vhost-user): what a caller writes for the send queue stays in this core's caches.
+ *  Elsewhere (virtio-user, ring, a NIC) the peer or the NIC reads the mbufs after they are
+ *  sent, so a fresh mbuf's lines were last read there: a caller should not read back what
+ *  it has just written into one. */
 bool uiw_tcp_tx_frames_copied(const struct uiw_tcp_conn *c);
 
 /** True when TCP sums what it sends itself (the port has no TCP checksum offload): a caller
