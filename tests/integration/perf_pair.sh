@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # uiwarp-perf between two instances over a ring pair: Send, Write and Read, bandwidth and
 # latency, 2 octets to 1 MiB; each run must complete every size (the tool checks every
-# completion's status and exits non-zero on a failed one). Figures are printed, not judged.
+# completion's status and exits non-zero on a failed one or a connection that closes).
+# Then two processes over memif and over vhost-user/virtio-user (below). Figures are
+# printed, not judged.
 # usage: perf_pair.sh UIWARP_PERF
 set -u
 fail=0
