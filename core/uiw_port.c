@@ -863,10 +863,6 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	}
 	if (port->nqueues > 1 && !port_pairs_queues(info.driver_name))
 		rss_learn(port, &info);
-	/* These PMDs copy each frame into their ring, socket or file inside tx_burst and free
-	 * it there: a frame may point into lent memory (ring, virtio-user and PCI PMDs keep or
-	 * DMA the buffers, so lent memory is copied for them, and for memif's zero-copy
-	 * client, whose server reads each frame later, in the client's DPDK memory). */
 	memif_zc = memif_lends(&info);
 	if (memif_zc && !pool_in_first_list(port->pool)) {
 		/* Its frames would name other memory than their own. */
@@ -876,9 +872,12 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		rte_eth_dev_stop(port_id);
 		goto fail;
 	}
-	/* The PMDs that copy each frame inside rte_eth_tx_burst and free it there (vhost-user
-	 * into the guest's buffers: Reads from its side moved 17.1-18.3 Gb/s against 15.4-17.1
-	 * counted otherwise, docs/BENCHMARKS.md). */
+	/* These PMDs copy each frame into their ring, socket, file or guest buffers inside
+	 * tx_burst and free it there: a frame may point into lent memory (ring, virtio-user
+	 * and PCI PMDs keep or DMA the buffers, so lent memory is copied for them, and for
+	 * memif's zero-copy client, whose server reads each frame later, in the client's DPDK
+	 * memory). vhost-user counted so: Reads from its side moved 17.1-18.3 Gb/s against
+	 * 15.4-17.1 (docs/BENCHMARKS.md). */
 	port->tx_ext = (strcmp(info.driver_name, "net_memif") == 0 && !memif_zc) ||
 		       strcmp(info.driver_name, "net_af_packet") == 0 ||
 		       strcmp(info.driver_name, "net_tap") == 0 ||
