@@ -220,7 +220,7 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags);
 int uiw_tcp_sndq_own(struct uiw_tcp_conn *c);
 
 /** Bytes uiw_tcp_send() accepts now. */
-uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c);
+uint32_t uiw_tcp_send_space(struct uiw_tcp_conn *c);
 
 /** The layer above now holds @p bytes of this connection's stream, acknowledged but not
  *  yet consumed (an unfinished record), in @p mbufs mbufs: the window offers that much

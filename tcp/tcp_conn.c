@@ -444,10 +444,11 @@ bool uiw_tcp_acked(const struct uiw_tcp_conn *c, uint32_t mark)
  * than notsent_max not yet sent (as Linux's tcp_notsent_lowat). The layer above then
  * builds its data just ahead of the segments that carry it, while those octets are still
  * in the cache (64 KiB Writes over memif ran at about 21 Gb/s with 4 MiB queued ahead, 29
- * with 256 KiB); the flight itself may still grow to snd_buf. Room that sending frees is
- * reported with the next ACK (ops->sent), which the flight guarantees.
+ * with 256 KiB); the flight itself may still grow to snd_buf. Room that an ACK frees is
+ * reported with it (ops->sent); room that sending frees below notsent_max, once the
+ * segments are out (uiw_tcp_run()).
  */
-uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c)
+uint32_t uiw_tcp_send_space(struct uiw_tcp_conn *c)
 {
 	const struct uiw_tcp *t = c->tcp;
 	uint32_t room, flight = c->snd_nxt - c->snd_una;
@@ -458,8 +459,12 @@ uint32_t uiw_tcp_send_space(const struct uiw_tcp_conn *c)
 	room = t->snd_buf - c->sq.bytes;
 	/* With nothing unsent, any record that fits snd_buf may come (a limit below one
 	 * record would stall the stream). */
-	if (t->notsent_max != 0 && unsent > 0)
+	if (t->notsent_max != 0 && unsent > 0) {
 		room = unsent >= t->notsent_max ? 0 : u32_min(room, t->notsent_max - unsent);
+		/* Half the limit or less left: told when sending has made room again. */
+		if (unsent >= t->notsent_max / 2)
+			c->room_wanted = true;
+	}
 	return room;
 }
 

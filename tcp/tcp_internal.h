@@ -167,6 +167,8 @@ struct uiw_tcp_conn {
 	bool sack_owed;                    /* a record went without the SACK blocks: a pure ACK
 	                                    * carries them at the end of the pass */
 	bool syn_held;                     /* our SYN (or SYN-ACK) waits for room in the port */
+	bool room_wanted;                  /* notsent_max bounded the room offered above: told
+	                                    * (ops->sent) once sending has made some */
 	uint32_t dsack[2];                 /* a duplicate segment received, [left, right) */
 	struct tcp_ooo *ooo;               /* tcp_ooo_max entries */
 

@@ -4,6 +4,24 @@
 
 #define POLL_MAX_BURST 512
 
+/* The layer above was offered half of notsent_max or less: once sending has brought what
+ * waits unsent below that half, it is told (ops->sent, no octets acknowledged), and
+ * what it queues comes back on the pending list in this pass. Waiting for the next ACK
+ * instead left a sender with nothing to queue but what an ACK brings (the responder of
+ * RDMA Reads, which has no doorbell of its own) idle between ACKs: 64 KiB Reads over memif
+ * moved 18.4-18.9 Gb/s against 21.3-21.5 without the limit. */
+static void sent_room(struct uiw_tcp *t, struct uiw_tcp_conn *c)
+{
+	uint32_t flight = c->snd_nxt - c->snd_una;
+	uint32_t unsent = c->sq.bytes > flight ? c->sq.bytes - flight : 0;
+
+	if (!c->room_wanted || unsent > t->notsent_max / 2)
+		return;
+	c->room_wanted = false;
+	if (!(c->flags & (TF_DETACHED | TF_DOOMED)) && c->ops != NULL && c->ops->sent != NULL)
+		c->ops->sent(c->user, c, 0);
+}
+
 void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 {
 	bool port_full = false;
@@ -50,6 +68,7 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
 			uiw_tcp_mark_blocked(c);
 		} else {
 			uiw_tcp_output(c);
+			sent_room(t, c);
 		}
 		t->busy = NULL;
 		if (c->flags & TF_DOOMED)

@@ -31,6 +31,8 @@ static struct {
 	int closed_err;
 	uint8_t data[65536];
 	uint32_t ndata;
+	unsigned sent_calls;         /* ops->sent */
+	uint32_t sent_bytes;         /* the octets they reported acknowledged */
 } ev;
 
 static int cb_accept(void *ctx, struct uiw_tcp_conn *c)
@@ -50,6 +52,13 @@ static void cb_recv(void *u, struct uiw_tcp_conn *c, struct rte_mbuf *m)
 	rte_pktmbuf_free(m);
 }
 static void cb_peer_closed(void *u, struct uiw_tcp_conn *c) { (void)u; (void)c; ev.peer_closed++; }
+static void cb_sent(void *u, struct uiw_tcp_conn *c, uint32_t bytes)
+{
+	(void)u;
+	(void)c;
+	ev.sent_calls++;
+	ev.sent_bytes += bytes;
+}
 static void cb_closed(void *u, struct uiw_tcp_conn *c, int err)
 {
 	(void)u;
@@ -60,7 +69,7 @@ static void cb_closed(void *u, struct uiw_tcp_conn *c, int err)
 
 static const struct uiw_tcp_ops ops = {
 	.accept = cb_accept, .connected = cb_connected, .recv = cb_recv,
-	.peer_closed = cb_peer_closed, .closed = cb_closed,
+	.peer_closed = cb_peer_closed, .closed = cb_closed, .sent = cb_sent,
 };
 
 static void setup(void)
@@ -1082,6 +1091,43 @@ START_TEST(unsent_data_bounded_by_notsent_max)
 }
 END_TEST
 
+/* Room that tcp_notsent_max withheld is offered again once what waited has gone out, with
+ * no ACK yet: the layer above is told (ops->sent, no octets acknowledged) in the pass that
+ * sent it. A layer with nothing to queue but what a callback brings (the responder of RDMA
+ * Reads) otherwise sat idle until the next ACK. */
+START_TEST(room_offered_again_once_sent)
+{
+	struct out syn = establish_passive(NULL, 0);
+	struct uiw_tcp_conn *a = ev.accepted;
+	static uint8_t chunk[1000];
+	uint32_t queued = 0;
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	/* More than half the limit waits unsent behind the shut window, and the room left
+	 * is asked for. */
+	while (queued <= T->notsent_max / 2) {
+		ck_assert_int_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), 0);
+		queued += sizeof(chunk);
+	}
+	ck_assert_uint_eq(uiw_tcp_send_space(a), T->notsent_max - queued);
+	advance(1 * MS);
+	ck_assert_uint_eq(ev.sent_calls, 0);
+	fake_port_clear(&fx_port);
+	/* The window opens (nothing acknowledged): most of it goes out, and the layer above
+	 * hears of the room at once. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	ck_assert_uint_gt(fx_port.nsent, 0);
+	ck_assert_uint_lt(queued - (a->snd_nxt - a->snd_una), T->notsent_max / 2);
+	ck_assert_uint_eq(ev.sent_calls, 1);
+	ck_assert_uint_eq(ev.sent_bytes, 0);
+	ck_assert_uint_eq(uiw_tcp_send_space(a), T->notsent_max - (queued - (a->snd_nxt - a->snd_una)));
+	/* Told once: nothing asked for room since. */
+	advance(1 * MS);
+	ck_assert_uint_eq(ev.sent_calls, 1);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
 /* PAWS (RFC 7323 §5.3) with Linux's one-tick allowance: a TSval one below TS.Recent is
  * taken (a Linux retransmission stamped with its departure time may be), two below is an
  * old duplicate and dropped with a counter. */
@@ -2094,6 +2140,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ctrl_message_past_the_budget);
 	tcase_add_test(tc, unacked_ctrl_messages_leave_the_data_budget);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);
+	tcase_add_test(tc, room_offered_again_once_sent);
 	tcase_add_test(tc, paws_allows_one_tick);
 	tcase_add_test(tc, syncookie_opens_connection_with_its_options);
 	tcase_add_test(tc, syncookie_without_timestamps_has_no_scale_or_sack);
