@@ -1066,27 +1066,43 @@ START_TEST(unacked_ctrl_messages_leave_the_data_budget)
 }
 END_TEST
 
+#define CHUNK 1000u
+
+/* A connection accepted whose peer then shut its window: what is queued waits unsent. */
+static struct uiw_tcp_conn *accepted_window_shut(struct out *syn)
+{
+	*syn = establish_passive(NULL, 0);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn->seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	return ev.accepted;
+}
+
+/* Queues CHUNK octets on @p a. @return the status of uiw_tcp_send(). */
+static int queue_chunk(struct uiw_tcp_conn *a)
+{
+	static const uint8_t chunk[CHUNK];
+
+	return uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0);
+}
+
 /* tcp_notsent_max: with nothing unsent the whole send buffer is offered; once data waits
  * unsent (here behind a shut window), no more than the limit is taken. */
 START_TEST(unsent_data_bounded_by_notsent_max)
 {
-	struct out syn = establish_passive(NULL, 0);
-	struct uiw_tcp_conn *a = ev.accepted;
-	static uint8_t chunk[1000];
+	struct out syn;
+	struct uiw_tcp_conn *a = accepted_window_shut(&syn);
 	uint32_t queued = 0;
 
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
 	ck_assert_uint_eq(T->notsent_max, 128u << 10);
 	ck_assert_uint_eq(uiw_tcp_send_space(a), T->snd_buf);
-	ck_assert_int_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), 0);
-	queued += sizeof(chunk);
+	ck_assert_int_eq(queue_chunk(a), 0);
+	queued += CHUNK;
 	ck_assert_uint_eq(uiw_tcp_send_space(a), T->notsent_max - queued);
-	while (uiw_tcp_send_space(a) >= sizeof(chunk)) {
-		ck_assert_int_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), 0);
-		queued += sizeof(chunk);
+	while (uiw_tcp_send_space(a) >= CHUNK) {
+		ck_assert_int_eq(queue_chunk(a), 0);
+		queued += CHUNK;
 	}
-	ck_assert_uint_eq(queued, T->notsent_max / sizeof(chunk) * sizeof(chunk));
-	ck_assert_uint_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), -ENOBUFS);
+	ck_assert_uint_eq(queued, T->notsent_max / CHUNK * CHUNK);
+	ck_assert_int_eq(queue_chunk(a), -ENOBUFS);
 	fake_port_clear(&fx_port);
 }
 END_TEST
@@ -1097,17 +1113,15 @@ END_TEST
  * Reads) otherwise sat idle until the next ACK. */
 START_TEST(room_offered_again_once_sent)
 {
-	struct out syn = establish_passive(NULL, 0);
-	struct uiw_tcp_conn *a = ev.accepted;
-	static uint8_t chunk[1000];
+	struct out syn;
+	struct uiw_tcp_conn *a = accepted_window_shut(&syn);
 	uint32_t queued = 0;
 
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
 	/* More than half the limit waits unsent behind the shut window, and the room left
 	 * is asked for. */
 	while (queued <= T->notsent_max / 2) {
-		ck_assert_int_eq(uiw_tcp_send(a, frame_copy(chunk, sizeof(chunk)), 0), 0);
-		queued += sizeof(chunk);
+		ck_assert_int_eq(queue_chunk(a), 0);
+		queued += CHUNK;
 	}
 	ck_assert_uint_eq(uiw_tcp_send_space(a), T->notsent_max - queued);
 	advance(1 * MS);
