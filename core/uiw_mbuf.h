@@ -28,6 +28,37 @@ static inline struct rte_mbuf_ext_shared_info *uiw_lend_dma(const struct rte_mbu
 	return container_of(info, const struct uiw_lend, info)->dma;
 }
 
+/**
+ * Asks for the cache lines of @p len octets at @p p to be owned by this core, for writing,
+ * without waiting: the stores that come later then find them here. PREFETCHW where the
+ * compiler may not emit it (x86-64's baseline has no PRFCHW; CPUs without it take the
+ * encoding as a no-op).
+ */
+static inline void uiw_prefetch_line_for_write(const char *c)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*c));
+#else
+	__builtin_prefetch(c, 1, 3);
+#endif
+}
+
+static inline void uiw_prefetch_for_write(const void *p, size_t len)
+{
+	const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)(RTE_CACHE_LINE_SIZE - 1));
+	const char *end = (const char *)p + len;
+
+	/* Four lines a step: a 1,500-octet frame's 24 in six. */
+	for (; c + 3 * RTE_CACHE_LINE_SIZE < end; c += 4 * RTE_CACHE_LINE_SIZE) {
+		uiw_prefetch_line_for_write(c);
+		uiw_prefetch_line_for_write(c + RTE_CACHE_LINE_SIZE);
+		uiw_prefetch_line_for_write(c + 2 * RTE_CACHE_LINE_SIZE);
+		uiw_prefetch_line_for_write(c + 3 * RTE_CACHE_LINE_SIZE);
+	}
+	for (; c < end; c += RTE_CACHE_LINE_SIZE)
+		uiw_prefetch_line_for_write(c);
+}
+
 /** Whether a segment of the chain @p m refers to memory outside the pool (an external
  *  buffer, or an mbuf attached to one): memory lent by its owner. */
 static inline bool uiw_mbuf_has_extbuf(const struct rte_mbuf *m)
