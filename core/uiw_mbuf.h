@@ -59,6 +59,28 @@ static inline void uiw_prefetch_for_write(const void *p, size_t len)
 		uiw_prefetch_line_for_write(c);
 }
 
+/**
+ * uiw_prefetch_for_write() over @p len octets from @p off (from the start of the data, after
+ * the headroom; negative: into it) of each of the next @p depth mbufs @p pool will hand
+ * this lcore: the top of its cache, which hands them out last in, first out. Where another
+ * core read a frame's lines last (virtio-user's mbufs, read by the vhost-user side), the
+ * stores that fill the next frames then wait for no fetch. Nothing when the lcore has no
+ * cache of the pool.
+ */
+static inline void uiw_pool_prefetch_next(struct rte_mempool *pool, unsigned depth, int off,
+					  size_t len)
+{
+	struct rte_mempool_cache *cache = rte_mempool_default_cache(pool, rte_lcore_id());
+
+	if (cache == NULL)
+		return;
+	for (unsigned k = 1; k <= depth && k <= cache->len; k++) {
+		const struct rte_mbuf *m = cache->objs[cache->len - k];
+
+		uiw_prefetch_for_write((const char *)m->buf_addr + RTE_PKTMBUF_HEADROOM + off, len);
+	}
+}
+
 /** Whether a segment of the chain @p m refers to memory outside the pool (an external
  *  buffer, or an mbuf attached to one): memory lent by its owner. */
 static inline bool uiw_mbuf_has_extbuf(const struct rte_mbuf *m)

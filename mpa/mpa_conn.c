@@ -367,25 +367,15 @@ fail:
  * takes it (virtio-user, memif's zero-copy client), another core read the pool's mbufs
  * last (vhost-user's, as it copied them out), and each line the copy writes must first be
  * fetched from that core: the stores queue behind those fetches, and soon so does
- * everything after them. So the lines of the mbuf the pool gives next (the top of this
- * lcore's cache, which it hands out last in, first out) are asked for now, to be here by
- * the time the next FPDU is written. 64 KiB Writes from virtio-user to vhost-user with the
- * two cores far apart: 12.2-13.4 Gb/s before, 16.6-17.3 after (docs/BENCHMARKS.md).
+ * everything after them. So the lines of the mbuf the pool gives next are asked for now,
+ * to be here by the time the next FPDU is written (docs/BENCHMARKS.md).
  */
 static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 {
-	struct rte_mempool *pool = c->m->pool;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-	struct rte_mempool_cache *cache;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(c->m->pool);
 
-	if (m == NULL || uiw_tcp_tx_frames_copied(c->tcp))
-		return m;
-	cache = rte_mempool_default_cache(pool, rte_lcore_id());
-	if (cache != NULL && cache->len > 0) {
-		const struct rte_mbuf *next = cache->objs[cache->len - 1];
-
-		uiw_prefetch_for_write((const char *)next->buf_addr + RTE_PKTMBUF_HEADROOM, wire);
-	}
+	if (m != NULL && !uiw_tcp_tx_frames_copied(c->tcp))
+		uiw_pool_prefetch_next(c->m->pool, 1, 0, wire);
 	return m;
 }
 

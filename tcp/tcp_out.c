@@ -488,6 +488,19 @@ static unsigned segment_opts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len,
 	return bare;
 }
 
+/* The first mbuf of a segment. As for MPA's FPDUs (fpdu_mbuf()), the lines the next
+ * segment's headers go in are asked for now, where another core may have read them last
+ * (the PMD does not copy frames): two mbufs down, as the next one most often carries this
+ * segment's payload by reference. */
+static struct rte_mbuf *segment_mbuf(struct uiw_tcp *t)
+{
+	struct rte_mbuf *m = uiw_port_alloc(t->port);
+
+	if (m != NULL && !t->port->tx_ext)
+		uiw_pool_prefetch_next(t->port->pool, 2, -64, 192);
+	return m;
+}
+
 /*
  * Sends one segment from @p seq: SYN and FIN as @p flags say, up to @p len payload bytes
  * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
@@ -524,7 +537,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 		uiw_tcp_mark_blocked(c);
 		return -EAGAIN;
 	}
-	m = uiw_port_alloc(t->port);
+	m = segment_mbuf(t);
 	if (m == NULL) {
 		/* The pool refills as the PMD and the peer hand frames back: data is tried
 		 * again on the next pass, not only when a timer fires. */
