@@ -71,14 +71,14 @@ static inline void uiw_pool_prefetch_next(struct rte_mempool *pool, unsigned dep
 					  size_t len)
 {
 	struct rte_mempool_cache *cache = rte_mempool_default_cache(pool, rte_lcore_id());
+	/* The data's place from the mbuf's, as the pool laid them out: reading buf_addr
+	 * would wait for a line that may be cold as well. */
+	size_t data = sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(pool) + RTE_PKTMBUF_HEADROOM;
 
 	if (cache == NULL)
 		return;
-	for (unsigned k = 1; k <= depth && k <= cache->len; k++) {
-		const struct rte_mbuf *m = cache->objs[cache->len - k];
-
-		uiw_prefetch_for_write((const char *)m->buf_addr + RTE_PKTMBUF_HEADROOM + off, len);
-	}
+	for (unsigned k = 1; k <= depth && k <= cache->len; k++)
+		uiw_prefetch_for_write((const char *)cache->objs[cache->len - k] + data + off, len);
 }
 
 /** Whether a segment of the chain @p m refers to memory outside the pool (an external
