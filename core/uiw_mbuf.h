@@ -28,12 +28,8 @@ static inline struct rte_mbuf_ext_shared_info *uiw_lend_dma(const struct rte_mbu
 	return container_of(info, const struct uiw_lend, info)->dma;
 }
 
-/**
- * Asks for the cache lines of @p len octets at @p p to be owned by this core, for writing,
- * without waiting: the stores that come later then find them here. PREFETCHW where the
- * compiler may not emit it (x86-64's baseline has no PRFCHW; CPUs without it take the
- * encoding as a no-op).
- */
+/** One line of uiw_prefetch_for_write(): PREFETCHW where the compiler may not emit it
+ *  (the build's baseline has no PRFCHW; CPUs without it take the encoding as a no-op). */
 static inline void uiw_prefetch_line_for_write(const char *c)
 {
 #if defined(__x86_64__)
@@ -43,6 +39,10 @@ static inline void uiw_prefetch_line_for_write(const char *c)
 #endif
 }
 
+/**
+ * Asks for the cache lines of @p len octets at @p p to be owned by this core, for writing,
+ * without waiting: the stores that come later then find them here.
+ */
 static inline void uiw_prefetch_for_write(const void *p, size_t len)
 {
 	const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)(RTE_CACHE_LINE_SIZE - 1));
