@@ -136,6 +136,10 @@ struct uiw_mpa_ops {
 	int (*ulpdu)(void *user, struct uiw_mpa_conn *c, const struct uiw_mpa_ulpdu *u);
 	/** Send space was freed. */
 	void (*writable)(void *user, struct uiw_mpa_conn *c);
+	/** In full operation (or closing), the peer's FIN came, after every FPDU before it
+	 *  was taken: the peer has closed, the connection now closes our side too, and closed
+	 *  follows once TCP is done with it (which waits for the peer's ACK of our FIN). */
+	void (*peer_closed)(void *user, struct uiw_mpa_conn *c);
 	/** The connection is gone (uiw_mpa_reason() says why while in this call): 0 after an
 	 *  orderly close, -ECONNREFUSED (TCP refused, or R=1), -ETIMEDOUT, -ECONNRESET,
 	 *  -EPROTO (an MPA rule broken, either side), -ENOMEM. The pointer is invalid after. */

@@ -796,6 +796,9 @@ static void peer_closed(struct uiw_mpa_conn *c)
 	} else if (c->err == 0) {
 		uiw_mpa_set_reason(c, 0, "peer closed");
 	}
+	if ((c->state == MPA_S_FULL || c->state == MPA_S_CLOSING) && c->ops != NULL &&
+	    c->ops->peer_closed != NULL)
+		c->ops->peer_closed(c->user, c);
 	uiw_mpa_close(c);
 }
 

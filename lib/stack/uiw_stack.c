@@ -178,8 +178,9 @@ unsigned uiw_stack_exit_step(struct uiw_stack *s, enum uiw_stack_exit step)
 			continue;
 		if (step == UIW_STACK_EXIT_CLOSE)
 			uiw_tcp_close_all(e->tcp);
-		else if (step == UIW_STACK_EXIT_OWED)
-			n += uiw_tcp_owed(e->tcp);
+		else if (step == UIW_STACK_EXIT_OWED)   /* frames the PMD refused for now too: the
+							 * ACK of a peer's FIN may be one */
+			n += uiw_tcp_owed(e->tcp) + e->port.tx_n;
 		else
 			n += uiw_tcp_reset_owed(e->tcp);
 	}

@@ -115,9 +115,9 @@ unsigned uiw_stack_conn_count(const struct uiw_stack *s);
 
 /** The steps of a process's exit, over every engine: close every connection left open
  *  (its FIN behind what it has queued); count those that still owe their peer octets or
- *  a FIN; reset those that still do. */
+ *  a FIN, and the frames the port has not taken yet; reset the connections that owe. */
 enum uiw_stack_exit { UIW_STACK_EXIT_CLOSE, UIW_STACK_EXIT_OWED, UIW_STACK_EXIT_RESET };
-/** @return connections owed or reset (0 for UIW_STACK_EXIT_CLOSE). */
+/** @return connections owed plus frames held (OWED), connections reset (RESET), or 0. */
 unsigned uiw_stack_exit_step(struct uiw_stack *s, enum uiw_stack_exit step);
 
 /** Offers every engine's queued frames to the port. */

@@ -31,7 +31,10 @@ struct uiw_event_channel {
 	bool dead;          /* destroyed while they waited: the last one frees it */
 };
 
-enum cm_state { CM_IDLE, CM_BOUND, CM_LISTEN, CM_CONNECTING, CM_REQUEST, CM_CONNECTED, CM_CLOSED };
+/* CM_PEER_GONE: the peer's FIN came and DISCONNECTED was queued; the connection is still
+ * closing (our FIN is not acknowledged yet). */
+enum cm_state { CM_IDLE, CM_BOUND, CM_LISTEN, CM_CONNECTING, CM_REQUEST, CM_CONNECTED, CM_PEER_GONE,
+		CM_CLOSED };
 
 struct uiw_cm_id {
 	struct rdma_cm_id id;
@@ -193,13 +196,38 @@ static int cm_ulpdu(void *user, struct uiw_mpa_conn *conn, const struct uiw_mpa_
 	return 1;
 }
 
+/*
+ * The peer closed (its FIN, in order after everything it sent): DISCONNECTED now, as
+ * Linux's iWARP CM reports it (siw on the peer's FIN), not once our own FIN is
+ * acknowledged. A peer whose process ended right after it heard our FIN (its last ACK
+ * lost with it) would otherwise leave this side waiting for TCP to give up, for minutes.
+ * The QP goes to ERROR at once too (what it still posts flushes); its lent memory is
+ * copied out first, as TCP may still have to send those octets again.
+ */
+static void cm_peer_closed(void *user, struct uiw_mpa_conn *conn)
+{
+	struct uiw_cm_id *c = user;
+	struct uiw_qp *qp = core_of(c);
+
+	if (c->state != CM_CONNECTED)
+		return;
+	if (qp != NULL) {
+		uiw_qp_detach(qp);
+		uiw_qp_mpa_ops.closed(qp, conn, 0);
+	}
+	if (c->id.qp != NULL)
+		c->id.qp->state = IBV_QPS_ERR;
+	c->state = CM_PEER_GONE;
+	queue_event(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0, NULL);
+}
+
 static void cm_closed(void *user, struct uiw_mpa_conn *conn, int err)
 {
 	struct uiw_cm_id *c = user;
 	struct uiw_qp *qp = core_of(c);
 	enum cm_state was = c->state;
 
-	if (qp != NULL)
+	if (qp != NULL && was != CM_PEER_GONE)   /* (the QP heard it at the peer's FIN) */
 		uiw_qp_mpa_ops.closed(qp, conn, err);
 	if (c->id.qp != NULL)
 		c->id.qp->state = IBV_QPS_ERR;
@@ -216,7 +244,7 @@ static void cm_closed(void *user, struct uiw_mpa_conn *conn, int err)
 
 static const struct uiw_mpa_ops cm_ops = {
 	.request = cm_request, .established = cm_established, .rejected = cm_rejected,
-	.ulpdu = cm_ulpdu, .closed = cm_closed,
+	.ulpdu = cm_ulpdu, .peer_closed = cm_peer_closed, .closed = cm_closed,
 };
 
 static void cm_request(void *ctx, struct uiw_mpa_conn *conn, const struct uiw_mpa_rr_info *q)

@@ -28,6 +28,10 @@ static uint16_t q_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 	struct pair_side *s = side_of(port);
 	uint16_t k = 0;
 
+	if (s->cut) {
+		rte_pktmbuf_free_bulk(pkts, n);
+		return n;
+	}
 	while (k < n && s->txq->tail - s->txq->head < PAIR_Q_LEN) {
 		struct rte_mbuf *cut[256];
 		uint16_t nc;

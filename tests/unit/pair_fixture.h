@@ -28,6 +28,7 @@ struct pair_side {
 	struct uiw_stack st;      /* on an in-memory port; the configuration's faults, if any */
 	struct pair_q *rxq, *txq;
 	pair_tso_fn tso;          /* set by pair_enable_tso() */
+	bool cut;                 /* what it sends is lost (its process gone, as seen by the peer) */
 };
 
 extern struct pair_side pair_a, pair_b;

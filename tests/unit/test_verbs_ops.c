@@ -715,6 +715,44 @@ START_TEST(disconnect_behind_waiting_sends)
 }
 END_TEST
 
+/*
+ * The peer's FIN is the disconnect, as Linux's iWARP CM reports it: DISCONNECTED comes when
+ * the FIN is taken, not when the peer acknowledges our own FIN, which a peer whose process
+ * ended right after hearing it never does. Here everything the client sends from the
+ * server's disconnect on is lost: it hears DISCONNECTED all the same (TCP would retransmit
+ * its FIN for minutes), and its QP, in ERROR, flushes a Send posted after the event.
+ */
+START_TEST(peer_fin_disconnects_before_our_fin_is_acked)
+{
+	struct rdma_cm_event *ev = NULL;
+	struct ibv_sge s = { (uintptr_t)cli.buf + SRC, 0, 0 };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED };
+
+	start(&policies[0], "finlost");
+	connect_pair();
+	one_send(100, 0, IBV_WR_SEND, false, 1);
+	s.lkey = cli.mr->lkey;
+	pair_a.cut = true;
+	ck_assert_int_eq(rdma_disconnect(srv.id), 0);
+	ck_assert_int_eq(fcntl(cli.ch->fd, F_SETFL, O_NONBLOCK), 0);
+	for (uint64_t end = uiw_now_ns() + 2000 * UIW_NS_PER_MS;
+	     rdma_get_cm_event(cli.ch, &ev) != 0 && uiw_now_ns() < end;)
+		ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_msg(ev != NULL, "no DISCONNECTED in 2 s after the peer's FIN");
+	ck_assert_str_eq(rdma_event_str(ev->event), rdma_event_str(RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(uiw_qp_state(uiw_verbs_qp_core(cli.id->qp)), UIW_QPS_ERROR);
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_wc wc = poll_one(cli.cq);
+
+	ck_assert_uint_eq(wc.wr_id, 7);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+	/* Its FIN still waits for an ACK: the id may be disconnected again, harmlessly. */
+	ck_assert_int_eq(rdma_disconnect(cli.id), 0);
+}
+END_TEST
+
 /* A Send into an empty receive queue: Terminated at once with recv_wait_ms=0 (RFC 5041
  * §7.2), and after the wait when no receive comes within it (_i 1). */
 START_TEST(empty_receive_queue_terminated)
@@ -1388,6 +1426,7 @@ int main(void)
 	tcase_add_loop_test(tc, empty_receive_queue_terminated, 0, 2);
 	tcase_add_loop_test(tc, send_waits_for_a_receive, 0, sizeof(policies) / sizeof(policies[0]));
 	tcase_add_test(tc, disconnect_behind_waiting_sends);
+	tcase_add_test(tc, peer_fin_disconnects_before_our_fin_is_acked);
 	tcase_add_test(tc, idle_connection_outlives_the_mpa_timers);
 	tcase_add_test(tc, destroyed_id_closes_after_its_data);
 	tcase_add_test(tc, channel_destroyed_before_a_closing_id);

@@ -318,8 +318,9 @@ static void bring_up(void)
  * messages and the FIN of a disconnect the program made just before returning, or of a
  * connection it left open, which is closed now as the kernel closes a socket) goes now or
  * never. Up to EXIT_DRAIN_MS of passes, until every connection has had its octets and FIN
- * acknowledged; those that still have not are reset, so their peers learn at once that
- * the rest will never come (else a peer waiting for a last message waits for ever).
+ * acknowledged and the port has taken every frame (the ACK of a peer's FIN, which the peer
+ * waits for, among them); the connections still owed are reset, so their peers learn at
+ * once that the rest will never come (else a peer waiting for a last message waits for ever).
  */
 #define EXIT_DRAIN_MS 2000
 
