@@ -32,7 +32,7 @@ for policy in \
     if ! out=$(python3 "$checker" --one-fpdu-per-segment "$cap"); then
       echo "FAIL: $policy size $size: $out"; fail=1; continue
     fi
-    if [ -x "$shared_check" ] && ! out2=$("$shared_check" "$cap"); then
+    if [ -x "$shared_check" ] && ! out2=$(bash "$(dirname "$0")/../tools/shared_judge.sh" "$shared_check" "$cap"); then
       echo "FAIL: $policy size $size: $out2"; fail=1; continue
     fi
     echo "ok: $policy size $size: ${out#*: }"

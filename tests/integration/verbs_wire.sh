@@ -3,7 +3,7 @@
 # each MPA policy (and through 5% loss), the ORD/IRD limit, the Terminates; each case leaves
 # a capture, and every capture must pass tests/tools/iwarp_check.py (tshark's iWARP
 # dissectors, good CRCs, one FPDU per segment), and the shared iwarp-pcap-check as well
-# where a checkout has it beside it.
+# where a checkout has it beside it (on each capture's first 2000 frames: shared_judge.sh).
 # usage: verbs_wire.sh TEST_VERBS_OPS IWARP_CHECK_PY
 set -u
 tests=$1
@@ -23,7 +23,7 @@ for cap in "$dir"/*.pcap; do
   if ! out=$(python3 "$checker" --one-fpdu-per-segment "$cap"); then
     echo "FAIL: $name: $out"; fail=1; continue
   fi
-  if [ -x "$shared_check" ] && ! out2=$("$shared_check" "$cap"); then
+  if [ -x "$shared_check" ] && ! out2=$(bash "$(dirname "$0")/../tools/shared_judge.sh" "$shared_check" "$cap"); then
     echo "FAIL: $name: $out2"; fail=1; continue
   fi
   echo "ok: $name: ${out#*: }"

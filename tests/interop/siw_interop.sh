@@ -17,7 +17,8 @@
 #   rssock-{client,server}        a plain socket program (rs_sock) on librspreload.so at both
 #                                 ends, every octet checked both ways
 # "client" and "server" name uiwarp's role. Every capture passes tests/tools/iwarp_check.py
-# and, when it is there, ../shared/tools/iwarp-pcap-check.
+# and, when it is there, ../shared/tools/iwarp-pcap-check (on its first 2000 frames:
+# tests/tools/shared_judge.sh).
 #
 #   mpa-{i,r}-*                   MPA negotiation (uiwarp-mpa, our Initiator against rping -s,
 #                                 rping -c against our Responder): CRC asked by us, by siw
@@ -121,7 +122,8 @@ run_case() {
 	local chk
 	chk=$(python3 "$checker" "$cap" 2>&1) || why="${why:+$why; }capture: ${chk##*: }"
 	if [ -n "$shared_check" ]; then
-		"$shared_check" "$cap" >"$out/$name.pcapcheck" 2>&1 || why="${why:+$why; }iwarp-pcap-check failed"
+		bash "$here/../tools/shared_judge.sh" "$shared_check" "$cap" >"$out/$name.pcapcheck" 2>&1 ||
+			why="${why:+$why; }iwarp-pcap-check failed"
 	fi
 	if [ -n "$why" ] && [ -n "${RETRY_IF:-}" ] && [ -z "${RETRIED:-}" ] && grep -q "$RETRY_IF" "$HOSTLOG"; then
 		echo "retry $name ($((SECONDS - t)) s): $why"

@@ -29,7 +29,7 @@
 #                 QP's check compared), both engines holding connections and no segment
 #                 handed between them; ib_write_bw -R -q 4 on the drop-in, CRC on
 # Each boot's capture must pass tests/tools/iwarp_check.py (and ../shared/tools/
-# iwarp-pcap-check when it is there) and hold exactly one Terminate, from the guest: DDP,
+# iwarp-pcap-check when it is there, on its first 2000 frames) and hold exactly one Terminate, from the guest: DDP,
 # tagged buffer, invalid STag (virtio-rss: none).
 #
 # usage: nic_test.sh DROPIN_DIR UIWARP_RPING UIWARP_HOST UIWARP_STAT SIW_VERBS CONNECT_DELAY_SO
@@ -135,7 +135,8 @@ check_capture() {
 	local t1
 	chk=$(python3 "$checker" "$2" 2>&1) || why="${why:+$why; }capture: ${chk##*: }"
 	if [ -n "$shared_check" ]; then
-		"$shared_check" "$2" >"$out/$1.pcapcheck" 2>&1 || why="${why:+$why; }iwarp-pcap-check failed"
+		bash "$here/../tools/shared_judge.sh" "$shared_check" "$2" >"$out/$1.pcapcheck" 2>&1 ||
+			why="${why:+$why; }iwarp-pcap-check failed"
 	fi
 	t1=$(tshark -r "$2" -Y iwarp_rdma.terminate -T fields -e ip.src -e iwarp_rdma.term_layer \
 		-e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_errcode_ddp_tagged 2>/dev/null | tr '\t' ' ')
