@@ -29,8 +29,8 @@
 #                 QP's check compared), both engines holding connections and no segment
 #                 handed between them; ib_write_bw -R -q 4 on the drop-in, CRC on
 # Each boot's capture must pass tests/tools/iwarp_check.py (and ../shared/tools/
-# iwarp-pcap-check when it is there, on its first 2000 frames) and hold exactly one Terminate, from the guest: DDP,
-# tagged buffer, invalid STag (virtio-rss: none).
+# iwarp-pcap-check when it is there, on its first 2000 frames) and hold exactly one
+# Terminate, from the guest: DDP, tagged buffer, invalid STag (virtio-rss: none).
 #
 # usage: nic_test.sh DROPIN_DIR UIWARP_RPING UIWARP_HOST UIWARP_STAT SIW_VERBS CONNECT_DELAY_SO
 #                    IWARP_CHECK_PY UIWARP_SCALE [BOOT...]

@@ -7,7 +7,8 @@
 # times: about 5 ms a frame here, 90 s for a 1 MiB perftest capture (16,000 frames), most
 # of the interop suite's time. The cases' own checker (iwarp_check.py) still reads every
 # frame, CRC included; the judge sees every connection's set-up and its first FPDUs. A cut
-# falls between frames, and uiwarp and siw both keep FPDUs within segments (RFC 5044 §8).
+# falls between frames, and both ends align FPDUs with segments (RFC 5044 §4.1, which
+# iwarp_check.py --one-fpdu-per-segment holds uiwarp to), so no FPDU is cut in two.
 set -u
 judge=$1 cap=$2 max=${JUDGE_FRAMES:-2000}
 n=$(capinfos -Mc "$cap" 2>/dev/null | sed -n 's/^Number of packets: *//p')
