@@ -61,6 +61,7 @@
 	X(marker_err, "Markers not pointing to their FPDU (Terminate LLP 0x03)")             \
 	X(term_tx, "Terminates sent for MPA errors")                                         \
 	X(tx_lent_octets, "payload octets sent from the caller's memory, not copied")        \
+	X(tx_gathered, "FPDUs queued as one mbuf around the caller's memory (TCP copies each)") \
 	X(tx_nombuf, "sends refused: no mbuf")                                               \
 	X(tx_starved, "sends refused with nothing in flight: retried by the poll")           \
 	X(rx_nomem, "streams stopped: no memory to join a ULPDU")

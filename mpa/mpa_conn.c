@@ -302,6 +302,51 @@ static bool chain_put(struct rte_mempool *pool, struct rte_mbuf *head, struct rt
 static const uint8_t zeros[4];
 
 /*
+ * An FPDU without Markers of headers (@p iov[0] to @p iov[ncopy - 1]) and one lent piece,
+ * short enough for TCP to copy whole into a segment: one mbuf, gathered by TCP from the
+ * headers and trailer it keeps and the memory (uiw_tcp_gather()). The CRC is computed over
+ * the memory where it lies. NULL when it does not qualify or no mbuf was had: the caller
+ * builds the chain.
+ */
+static struct rte_mbuf *fpdu_gathered(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov,
+				      unsigned n, unsigned ncopy,
+				      struct rte_mbuf_ext_shared_info *lend, uint32_t ulen)
+{
+	uint8_t head[UIW_TCP_GATHER_EDGE_MAX], tail[3 + UIW_MPA_CRC_LEN] = { 0 };
+	uint32_t hlen = UIW_MPA_FPDU_HDR_LEN, pad = uiw_mpa_pad(ulen);
+	const struct uiw_mpa_iov *mem = &iov[ncopy];
+	uint32_t crc = UIW_CRC32C_INIT;
+	struct rte_mbuf *m;
+
+	if (n != ncopy + 1 || mem->len < UIW_MPA_LEND_MIN ||
+	    UIW_MPA_FPDU_HDR_LEN + ulen + pad + UIW_MPA_CRC_LEN > uiw_tcp_gather_max(c->tcp))
+		return NULL;
+	for (unsigned i = 0; i < ncopy; i++)
+		hlen += iov[i].len;
+	if (hlen > sizeof(head))
+		return NULL;
+	uiw_mpa_ulpdu_len_set(head, (uint16_t)ulen);
+	hlen = UIW_MPA_FPDU_HDR_LEN;
+	for (unsigned i = 0; i < ncopy; i++) {
+		memcpy(head + hlen, iov[i].base, iov[i].len);
+		hlen += iov[i].len;
+	}
+	if (c->info.crc) {
+		crc = uiw_crc32c_update(crc, head, hlen);
+		crc = uiw_crc32c_update(crc, mem->base, mem->len);
+		crc = uiw_crc32c_final(uiw_crc32c_update(crc, zeros, pad));
+	}
+	uiw_mpa_crc_set(tail + pad, c->info.crc ? crc : 0);
+	m = uiw_tcp_gather(c->tcp, head, hlen, mem->base, mem->len, lend, tail,
+			   pad + UIW_MPA_CRC_LEN);
+	if (m != NULL) {
+		c->m->c[UIW_MPA_C_tx_lent_octets] += mem->len;
+		mpa_count(c->m, UIW_MPA_C_tx_gathered);
+	}
+	return m;
+}
+
+/*
  * One FPDU without Markers whose pieces from @p iov[ncopy] on are lent, not copied, when
  * they are long enough to pay for an mbuf of their own: such a piece is an external
  * buffer on the caller's memory sharing @p lend, whose count rises by one per mbuf, so
@@ -393,7 +438,9 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 
 	/* Markers interleave the payload every 512 octets: such FPDUs are copied. */
 	if (lend != NULL && !c->info.markers_tx && ncopy < n) {
-		m = fpdu_lent(c, iov, n, ncopy, lend, (uint32_t)ulen);
+		m = fpdu_gathered(c, iov, n, ncopy, lend, (uint32_t)ulen);
+		if (m == NULL)
+			m = fpdu_lent(c, iov, n, ncopy, lend, (uint32_t)ulen);
 	} else if (!c->info.markers_tx &&
 		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
 		   (m = fpdu_mbuf(c, wire)) != NULL) {
@@ -551,12 +598,18 @@ int uiw_mpa_unlend(struct uiw_mpa_conn *c)
 {
 	int rc = 0;
 
+	/* Without TCP the connection is gone: what it holds will never be sent. */
+	if (c->tcp == NULL) {
+		for (unsigned i = 0; i < c->nheld; i++)
+			rte_pktmbuf_free(c->held[i]);
+		c->nheld = 0;
+	}
 	for (unsigned i = 0; i < c->nheld && rc == 0; i++) {
 		struct rte_mbuf *m = c->held[i], *copy;
 
 		if (!uiw_mbuf_has_extbuf(m))
 			continue;
-		copy = rte_pktmbuf_copy(m, c->m->pool, 0, UINT32_MAX);
+		copy = uiw_tcp_copy_own(c->tcp, m);
 		if (copy == NULL) {
 			rc = -ENOMEM;
 			break;

@@ -219,6 +219,37 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags);
  */
 int uiw_tcp_sndq_own(struct uiw_tcp_conn *c);
 
+/** The most octets a gathered record (uiw_tcp_gather()) carries on each side of its lent
+ *  memory: MPA's length and a DDP/RDMAP header before, the pad and the CRC after. */
+#define UIW_TCP_GATHER_EDGE_MAX 64
+
+/**
+ * The longest record @p c takes as a gathered one (uiw_tcp_gather()): one that fits whole
+ * in the first mbuf of a segment, where TCP copies it, so that no frame refers to the lent
+ * memory. 0 where frames must refer to what they send (TSO, a NIC reading registered
+ * memory by DMA) or the mbuf dynamic flag was not to be had.
+ */
+uint32_t uiw_tcp_gather_max(const struct uiw_tcp_conn *c);
+
+/**
+ * One send-queue mbuf for a record in three parts: @p hlen octets at @p head and @p tlen
+ * at @p tail (each at most UIW_TCP_GATHER_EDGE_MAX), copied into the mbuf's own room, and
+ * between them @p len octets of lent memory at @p mem, referred to through @p lend, whose
+ * count rises by one and falls again when the mbuf goes (acknowledged, or copied out by
+ * uiw_tcp_sndq_own()). Each segment that sends any of it, a retransmission too, copies
+ * from the three places; the whole record is at most uiw_tcp_gather_max(). A chain of
+ * header, external buffer and trailer holds three mbufs for one record where this holds
+ * one. @return the mbuf for uiw_tcp_send(), or NULL with the pool empty.
+ */
+struct rte_mbuf *uiw_tcp_gather(struct uiw_tcp_conn *c, const void *head, uint32_t hlen,
+				const void *mem, uint32_t len,
+				struct rte_mbuf_ext_shared_info *lend, const void *tail,
+				uint32_t tlen);
+
+/** A copy of @p m in pool mbufs that refers to nothing lent: a gathered record flattened,
+ *  anything else as rte_pktmbuf_copy() gives it. NULL without mbufs. */
+struct rte_mbuf *uiw_tcp_copy_own(const struct uiw_tcp_conn *c, const struct rte_mbuf *m);
+
 /** Bytes uiw_tcp_send() accepts now. */
 uint32_t uiw_tcp_send_space(struct uiw_tcp_conn *c);
 

@@ -73,6 +73,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	unsigned buckets = 1;
 	static const struct rte_mbuf_dynflag record_flag = { .name = "uiw_tcp_record" };
 	static const struct rte_mbuf_dynflag summed_flag = { .name = "uiw_tcp_summed" };
+	static const struct rte_mbuf_dynflag gather_flag = { .name = "uiw_tcp_gather" };
 	int bit;
 
 	if (t == NULL)
@@ -121,6 +122,8 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;
 	bit = rte_mbuf_dynflag_register(&summed_flag);
 	t->summed_flag = bit >= 0 ? 1ull << bit : 0;
+	bit = rte_mbuf_dynflag_register(&gather_flag);
+	t->gather_flag = bit >= 0 ? 1ull << bit : 0;
 	net->tcp_input = uiw_tcp_input;
 	net->tcp_ctx = t;
 	*out = t;

@@ -229,6 +229,8 @@ struct uiw_tcp {
 	uint64_t record_flag;              /* mbuf dynflag marking a record start (0: none) */
 	uint64_t summed_flag;              /* mbuf dynflag: hash.usr holds the octets' sum and
 					    * their count (uiw_tcp_mark_summed(); 0: none) */
+	uint64_t gather_flag;              /* mbuf dynflag: a gathered record, hash.usr holds
+					    * its edges' lengths (uiw_tcp_gather(); 0: none) */
 	bool pool_empty;                   /* an mbuf was not found this pass: no more tries */
 	bool rss_stray_said;               /* rss_stray() (tcp_in.c) has logged its warning */
 	unsigned rx_mbufs;                 /* receive holds of all connections */
@@ -379,6 +381,23 @@ static inline bool uiw_tcp_rx_fits(const struct uiw_tcp_conn *c, uint32_t more)
 	if (t->rx_mbufs + more > t->rx_mbufs_hard)
 		return false;
 	return mine <= TCP_RX_SHARE || t->rx_mbufs + more <= t->rx_mbufs_soft;
+}
+/* A gathered record's parts (uiw_tcp_gather()): the head and tail side by side in the
+ * mbuf's own room, the lent memory it is attached to between them. */
+struct tcp_gathered {
+	const char *own, *mem;
+	uint32_t hlen, len, tlen;
+};
+
+static inline struct tcp_gathered tcp_gathered_of(const struct rte_mbuf *m)
+{
+	uint32_t hlen = m->hash.usr & 0xff, tlen = m->hash.usr >> 8 & 0xff;
+
+	return (struct tcp_gathered){
+		.own = rte_mbuf_buf_addr((struct rte_mbuf *)(uintptr_t)m, m->pool),
+		.mem = rte_pktmbuf_mtod(m, const char *),
+		.hlen = hlen, .len = m->data_len - hlen - tlen, .tlen = tlen,
+	};
 }
 void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
 /* One mbuf of @p c's send queue freed from its head: a control message's first. */

@@ -100,7 +100,8 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 
 		if (!RTE_MBUF_HAS_EXTBUF(m))
 			continue;
-		copy = rte_pktmbuf_copy(m, c->tcp->port->pool, 0, m->data_len);
+		copy = m->ol_flags & c->tcp->gather_flag
+		       ? uiw_tcp_copy_own(c, m) : rte_pktmbuf_copy(m, c->tcp->port->pool, 0, m->data_len);
 		if (copy == NULL)
 			return -ENOMEM;
 		/* A copy longer than one pool mbuf is a chain: its segments join the queue. */
@@ -166,6 +167,30 @@ static void copy_in(char *dst, const char *src, uint32_t n, uint32_t at, uint32_
 	*psum += (at & 1) ? rte_bswap16(part) : part;
 }
 
+/* Octets [@p off, @p off + @p n) of gathered record @p m (uiw_tcp_gather()) to @p dst, which
+ * is octet @p at of the segment's first mbuf, summed as copy_in() does: from the head
+ * and tail in the mbuf's own room and the lent memory between them. */
+static void gather_copy(char *dst, const struct tcp_gathered g, uint32_t off, uint32_t n,
+			uint32_t at, uint32_t *psum)
+{
+	const char *src[3] = { g.own, g.mem, g.own + g.hlen };
+	uint32_t len[3] = { g.hlen, g.len, g.tlen };
+
+	for (unsigned i = 0; i < 3 && n > 0; i++) {
+		if (off >= len[i]) {
+			off -= len[i];
+			continue;
+		}
+		uint32_t k = u32_min(len[i] - off, n);
+
+		copy_in(dst, src[i] + off, k, at, psum);
+		dst += k;
+		at += k;
+		n -= k;
+		off = 0;
+	}
+}
+
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
  * mbuf on the queued data chained after the header, so the payload is not copied; the
  * queued mbuf then lives until both the queue and the PMD are done with it. *@p psum
@@ -181,6 +206,19 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 
 	if (psum != NULL && t != seg)
 		*psum = PAYLOAD_SUM_NONE;
+
+	/* A gathered record is copied from where its parts lie, never referred to; it fits
+	 * a segment's first mbuf (uiw_tcp_gather_max()). Behind an indirect piece the
+	 * segment ends here, and the record goes in the next one. */
+	if (m->ol_flags & c->tcp->gather_flag) {
+		if (!RTE_MBUF_DIRECT(t) || rte_pktmbuf_tailroom(t) < n)
+			return false;
+		gather_copy(rte_pktmbuf_mtod_offset(t, char *, t->data_len), tcp_gathered_of(m),
+			    off, n, t->data_len, psum);
+		t->data_len = (uint16_t)(t->data_len + n);
+		seg->pkt_len += n;
+		return true;
+	}
 
 	/* Lent memory goes to the PMD by reference only where the PMD copies the frame at
 	 * once (uiw_port.tx_ext); else it is copied here. A short piece is copied too: an
@@ -296,7 +334,69 @@ static uint32_t sndq_record_len(struct uiw_tcp_conn *c, uint32_t seq, uint32_t m
 /* True when the PMD may be given @p m by reference (else sndq_put() copies it). */
 static bool sndq_can_attach(const struct uiw_tcp_conn *c, const struct rte_mbuf *m)
 {
+	if (m->ol_flags & c->tcp->gather_flag)
+		return false;
 	return !RTE_MBUF_HAS_EXTBUF(m) || c->tcp->port->tx_ext || c->tcp->port->tx_dma;
+}
+
+uint32_t uiw_tcp_gather_max(const struct uiw_tcp_conn *c)
+{
+	const struct uiw_port *port = c->tcp->port;
+	uint32_t room = port->pool != NULL ? rte_pktmbuf_data_room_size(port->pool) : 0;
+	uint32_t below = RTE_PKTMBUF_HEADROOM + UIW_TCP_HDR_LEN + 40;
+
+	if (c->tcp->gather_flag == 0 || port->tso_max != 0 || port->tx_dma || room <= below)
+		return 0;
+	return u32_min(room - below, UINT16_MAX);
+}
+
+struct rte_mbuf *uiw_tcp_gather(struct uiw_tcp_conn *c, const void *head, uint32_t hlen,
+				const void *mem, uint32_t len,
+				struct rte_mbuf_ext_shared_info *lend, const void *tail,
+				uint32_t tlen)
+{
+	struct rte_mbuf *m;
+	char *own;
+
+	if (hlen > UIW_TCP_GATHER_EDGE_MAX || tlen > UIW_TCP_GATHER_EDGE_MAX ||
+	    hlen + len + tlen > uiw_tcp_gather_max(c) || len == 0)
+		return NULL;
+	m = rte_pktmbuf_alloc(c->tcp->port->pool);
+	if (m == NULL)
+		return NULL;
+	/* The edges go where the mbuf's own data would be: attached, it carries none. */
+	own = rte_mbuf_buf_addr(m, m->pool);
+	memcpy(own, head, hlen);
+	memcpy(own + hlen, tail, tlen);
+	rte_pktmbuf_attach_extbuf(m, (void *)(uintptr_t)mem, RTE_BAD_IOVA, (uint16_t)len, lend);
+	rte_mbuf_ext_refcnt_update(lend, 1);
+	m->data_len = (uint16_t)(hlen + len + tlen);
+	m->pkt_len = m->data_len;
+	m->hash.usr = hlen | tlen << 8;
+	m->ol_flags |= c->tcp->gather_flag;
+	return m;
+}
+
+/* Gathered record @p m flattened into one pool mbuf, keeping its record mark. */
+static struct rte_mbuf *gather_flatten(const struct uiw_tcp_conn *c, const struct rte_mbuf *m)
+{
+	struct rte_mbuf *copy = rte_pktmbuf_alloc(c->tcp->port->pool);
+	char *d = copy != NULL ? rte_pktmbuf_append(copy, m->data_len) : NULL;
+
+	if (d == NULL) {
+		rte_pktmbuf_free(copy);
+		return NULL;
+	}
+	gather_copy(d, tcp_gathered_of(m), 0, m->data_len, 0, NULL);
+	copy->ol_flags |= m->ol_flags & c->tcp->record_flag;
+	return copy;
+}
+
+struct rte_mbuf *uiw_tcp_copy_own(const struct uiw_tcp_conn *c, const struct rte_mbuf *m)
+{
+	if (m->ol_flags & c->tcp->gather_flag)
+		return gather_flatten(c, m);
+	return rte_pktmbuf_copy(m, c->tcp->port->pool, 0, UINT32_MAX);
 }
 
 /*

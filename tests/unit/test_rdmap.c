@@ -686,6 +686,9 @@ START_TEST(lent_buffer_rewritten_after_completion)
 	ck_assert(!A.err && !B.err);
 	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets],
 			  (uint64_t)rounds * n * 9 / 10);
+	/* Each FPDU of one piece is one mbuf that TCP gathers from the memory. */
+	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_gathered],
+			  (uint64_t)rounds * n / 1500);
 	ck_assert_uint_gt(uiw_qp_counters(A.qp)[UIW_RDMAP_C_tx_lent_wait], 0);
 	ck_assert_uint_gt(pair_a.st.fault.tx.dropped + pair_b.st.fault.rx.dropped, 0);
 }
@@ -755,6 +758,8 @@ START_TEST(dma_port_frames_hold_the_mapping)
 	}
 	ck_assert_uint_ge(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_lent_octets],
 			  (uint64_t)rounds * n * 9 / 10);
+	/* The NIC reads the memory itself: nothing gathered by copying. */
+	ck_assert_uint_eq(uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_tx_gathered], 0);
 	/* Frames and work requests held the mapping while they went; now only the region. */
 	ck_assert_uint_gt(fake_dma_max, 2);
 	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&fake_dma), 1);

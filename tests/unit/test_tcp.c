@@ -1643,6 +1643,116 @@ START_TEST(payload_summed_as_copied)
 }
 END_TEST
 
+/* The lent memory of the gathered records below: its count, and how often it fell to 0. */
+static struct rte_mbuf_ext_shared_info gather_lend;
+static unsigned gather_lend_freed;
+
+static void gather_lend_free(void *addr, void *opaque)
+{
+	(void)addr;
+	(void)opaque;
+	gather_lend_freed++;
+}
+
+/* Sends what the window lets out and appends the segments' payload to @p got (at *@p n),
+ * checking each segment's sums and that no record starts inside one (@p starts). */
+static void take_segments(uint32_t first, const uint32_t *starts, unsigned nstarts,
+			  uint8_t *got, uint32_t *n)
+{
+	struct out o;
+
+	for (unsigned i = 0; i < fx_port.nsent; i++) {
+		sent(i, &o);   /* checks the checksum */
+		uint32_t off = o.seq - first;
+
+		for (unsigned k = 0; k < nstarts; k++)
+			ck_assert_msg(starts[k] <= off || starts[k] >= off + o.len,
+				      "record at %u inside the segment at %u+%u", starts[k], off, o.len);
+		ck_assert_uint_eq(off, *n);
+		memcpy(got + *n, o.data, o.len);
+		*n += o.len;
+	}
+	fake_port_clear(&fx_port);
+}
+
+/*
+ * A gathered record (uiw_tcp_gather(): head and tail kept in its mbuf, lent memory between)
+ * goes out as the octets it stands for wherever a segment cuts it: a record longer than
+ * the MSS (536 here) is cut inside its memory, parts of odd lengths shift the sum's byte
+ * order, and each kind of port copies it (_i as in payload_summed_as_copied). Each record
+ * counts the memory once until it is acknowledged. One taken back by uiw_tcp_sndq_own()
+ * lets the memory go at once and goes out as it was, though the memory changed after.
+ */
+START_TEST(gathered_records_sent_as_their_parts)
+{
+	static const struct { uint32_t h, m, t; } rec[] = {
+		{ 3, 257, 5 }, { 18, 1000, 4 }, { 64, 300, 7 }, { 1, 520, 1 },
+	};
+	enum { NREC = sizeof(rec) / sizeof(rec[0]) };
+	struct out syn = establish_passive(NULL, 0);
+	static uint8_t mem[NREC][1000], want[NREC * 1100], got[NREC * 1100];
+	uint8_t edge[2 * UIW_TCP_GATHER_EDGE_MAX];
+	uint32_t starts[NREC], nwant = 0, ngot = 0, first = syn.seq + 1;
+	struct uiw_tcp_conn *c = ev.accepted;
+	struct rte_mbuf *m;
+
+	fx_port.port.tx_offloads |= _i >= 1 ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
+	fx_port.port.tx_ext = _i == 2;
+	gather_lend = (struct rte_mbuf_ext_shared_info){ .free_cb = gather_lend_free };
+	rte_mbuf_ext_refcnt_set(&gather_lend, 1);
+	gather_lend_freed = 0;
+	for (unsigned i = 0; i < sizeof(edge); i++)
+		edge[i] = (uint8_t)(i * 13 + 1);
+	ck_assert_uint_ge(uiw_tcp_gather_max(c), 1100);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win0 = true });
+	for (unsigned k = 0; k < NREC; k++) {
+		const uint8_t *tail = edge + UIW_TCP_GATHER_EDGE_MAX;
+
+		for (unsigned i = 0; i < rec[k].m; i++)
+			mem[k][i] = (uint8_t)(k * 31 + i * 7);
+		m = uiw_tcp_gather(c, edge, rec[k].h, mem[k], rec[k].m, &gather_lend, tail, rec[k].t);
+		ck_assert_ptr_nonnull(m);
+		ck_assert_int_eq(uiw_tcp_send(c, m, UIW_TCP_SEND_RECORD), 0);
+		starts[k] = nwant;
+		memcpy(want + nwant, edge, rec[k].h);
+		memcpy(want + nwant + rec[k].h, mem[k], rec[k].m);
+		memcpy(want + nwant + rec[k].h + rec[k].m, tail, rec[k].t);
+		nwant += rec[k].h + rec[k].m + rec[k].t;
+	}
+	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&gather_lend), 1 + NREC);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win = 65535 });
+	take_segments(first, starts, NREC, got, &ngot);
+	ck_assert_uint_eq(ngot, nwant);
+	ck_assert_mem_eq(got, want, nwant);
+	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&gather_lend), 1 + NREC);   /* unacknowledged */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + nwant, .flags = UIW_TCP_ACK,
+			      .win0 = true });
+	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&gather_lend), 1);
+	ck_assert_uint_eq(gather_lend_freed, 0);
+
+	/* Taken back while queued: the memory is free at once, the record goes as it was. */
+	m = uiw_tcp_gather(c, edge, rec[1].h, mem[1], rec[1].m, &gather_lend, edge, rec[1].t);
+	ck_assert_int_eq(uiw_tcp_send(c, m, UIW_TCP_SEND_RECORD), 0);
+	memcpy(want, edge, rec[1].h);
+	memcpy(want + rec[1].h, mem[1], rec[1].m);
+	memcpy(want + rec[1].h + rec[1].m, edge, rec[1].t);
+	ck_assert_int_eq(uiw_tcp_sndq_own(c), 0);
+	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&gather_lend), 1);
+	memset(mem[1], 0xee, sizeof(mem[1]));
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + nwant, .flags = UIW_TCP_ACK,
+			      .win = 65535 });
+	starts[0] = 0;
+	ngot = 0;
+	take_segments(first + nwant, starts, 1, got, &ngot);
+	ck_assert_uint_eq(ngot, rec[1].h + rec[1].m + rec[1].t);
+	ck_assert_mem_eq(got, want, ngot);
+	fx_port.port.tx_offloads &= ~RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	fx_port.port.tx_ext = false;
+}
+END_TEST
+
 /*
  * A full port TX queue holds data back instead of dropping it: the segments that do not
  * fit wait (tx_port_wait), go on the next pass once the PMD takes frames again, in order,
@@ -2182,6 +2292,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, exit_closes_then_resets_what_is_still_owed, 0, 2);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
+	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
