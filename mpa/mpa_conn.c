@@ -576,10 +576,14 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		return -EMSGSIZE;
 	if (!uiw_mpa_can_send(c, (uint32_t)ulen))
 		return refused(c);
-	if (!c->m->lend || (lend != NULL && c->m->lend_dma && uiw_lend_dma(lend) == NULL))
+	bool hold = c->state == MPA_S_WAIT_FIRST || c->release_at != 0;
+
+	/* An FPDU held (the initiator's delay, the responder's wait for the first FPDU) is
+	 * copied: lent, its work request would complete only after the hold and the ACK
+	 * behind it, 10 ms and more for a connection's first message. */
+	if (!c->m->lend || hold || (lend != NULL && c->m->lend_dma && uiw_lend_dma(lend) == NULL))
 		lend = NULL;
-	rc = uiw_mpa_send_fpdu(c, iov, n, ncopy, lend,
-			       c->state == MPA_S_WAIT_FIRST || c->release_at != 0);
+	rc = uiw_mpa_send_fpdu(c, iov, n, ncopy, lend, hold);
 	return rc == -ENOBUFS ? refused(c) : rc;
 }
 
