@@ -237,7 +237,7 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend);
 
 /**
- * Takes back what the connection holds of lent memory (held FPDUs, the TCP send queue): it
+ * Takes back what the connection holds of lent memory (in the TCP send queue): it
  * is copied into mbufs of the pool, and the lenders' counts fall. Without mbufs for that,
  * the connection is reset (dropping the references). @return 0, or -ENOMEM after a reset.
  */

@@ -602,26 +602,8 @@ int uiw_mpa_unlend(struct uiw_mpa_conn *c)
 {
 	int rc = 0;
 
-	/* Without TCP the connection is gone: what it holds will never be sent. */
-	if (c->tcp == NULL) {
-		for (unsigned i = 0; i < c->nheld; i++)
-			rte_pktmbuf_free(c->held[i]);
-		c->nheld = 0;
-	}
-	for (unsigned i = 0; i < c->nheld && rc == 0; i++) {
-		struct rte_mbuf *m = c->held[i], *copy;
-
-		if (!uiw_mbuf_has_extbuf(m))
-			continue;
-		copy = uiw_tcp_copy_own(c->tcp, m);
-		if (copy == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		rte_pktmbuf_free(m);
-		c->held[i] = copy;
-	}
-	if (rc == 0 && c->tcp != NULL)
+	/* Held FPDUs are never lent (uiw_mpa_send_lent()): only TCP's queue refers to it. */
+	if (c->tcp != NULL)
 		rc = uiw_tcp_sndq_own(c->tcp);
 	if (rc != 0)
 		uiw_mpa_abort(c, "no mbufs to take lent memory back");

@@ -246,10 +246,6 @@ struct rte_mbuf *uiw_tcp_gather(struct uiw_tcp_conn *c, const void *head, uint32
 				struct rte_mbuf_ext_shared_info *lend, const void *tail,
 				uint32_t tlen);
 
-/** A copy of @p m in pool mbufs that refers to nothing lent: a gathered record flattened,
- *  anything else as rte_pktmbuf_copy() gives it. NULL without mbufs. */
-struct rte_mbuf *uiw_tcp_copy_own(const struct uiw_tcp_conn *c, const struct rte_mbuf *m);
-
 /** Bytes uiw_tcp_send() accepts now. */
 uint32_t uiw_tcp_send_space(struct uiw_tcp_conn *c);
 

@@ -81,6 +81,8 @@ void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 	}
 }
 
+static struct rte_mbuf *gather_flatten(const struct uiw_tcp_conn *c, const struct rte_mbuf *m);
+
 /*
  * Replaces every mbuf of the send queue that refers to lent memory (an external buffer) by
  * a copy from the pool, and drops the frames the port still holds that do (TCP sends
@@ -101,7 +103,7 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 		if (!RTE_MBUF_HAS_EXTBUF(m))
 			continue;
 		copy = m->ol_flags & c->tcp->gather_flag
-		       ? uiw_tcp_copy_own(c, m) : rte_pktmbuf_copy(m, c->tcp->port->pool, 0, m->data_len);
+		       ? gather_flatten(c, m) : rte_pktmbuf_copy(m, c->tcp->port->pool, 0, m->data_len);
 		if (copy == NULL)
 			return -ENOMEM;
 		/* A copy longer than one pool mbuf is a chain: its segments join the queue. */
@@ -392,12 +394,6 @@ static struct rte_mbuf *gather_flatten(const struct uiw_tcp_conn *c, const struc
 	return copy;
 }
 
-struct rte_mbuf *uiw_tcp_copy_own(const struct uiw_tcp_conn *c, const struct rte_mbuf *m)
-{
-	if (m->ol_flags & c->tcp->gather_flag)
-		return gather_flatten(c, m);
-	return rte_pktmbuf_copy(m, c->tcp->port->pool, 0, UINT32_MAX);
-}
 
 /*
  * TSO: how many bytes from @p seq (at most @p room) one frame carries for the PMD to cut
