@@ -321,16 +321,13 @@ static struct rte_mbuf *fpdu_gathered(struct uiw_mpa_conn *c, const struct uiw_m
 	if (n != ncopy + 1 || mem->len < UIW_MPA_LEND_MIN ||
 	    UIW_MPA_FPDU_HDR_LEN + ulen + pad + UIW_MPA_CRC_LEN > uiw_tcp_gather_max(c->tcp))
 		return NULL;
-	for (unsigned i = 0; i < ncopy; i++)
-		hlen += iov[i].len;
-	if (hlen > sizeof(head))
-		return NULL;
-	uiw_mpa_ulpdu_len_set(head, (uint16_t)ulen);
-	hlen = UIW_MPA_FPDU_HDR_LEN;
 	for (unsigned i = 0; i < ncopy; i++) {
+		if (iov[i].len > sizeof(head) - hlen)
+			return NULL;
 		memcpy(head + hlen, iov[i].base, iov[i].len);
 		hlen += iov[i].len;
 	}
+	uiw_mpa_ulpdu_len_set(head, (uint16_t)ulen);
 	if (c->info.crc) {
 		crc = uiw_crc32c_update(crc, head, hlen);
 		crc = uiw_crc32c_update(crc, mem->base, mem->len);
