@@ -310,6 +310,8 @@ struct uiw_tcp_gauges {
 	unsigned half_open;      /**< of which SYN-RECEIVED, counted by their listeners */
 	unsigned rx_mbufs;       /**< mbufs held by reassembly queues and the layer above */
 	unsigned sq_mbufs;       /**< mbufs held by send queues (control messages' too) */
+	unsigned sq_stalled;     /**< of them, queues whose peers take nothing (zero window,
+				  *   or a retransmission timeout since the last new ACK) */
 };
 void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g);
 

@@ -542,6 +542,7 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 		c->sq_ctrl = m->nb_segs;
 	} else {
 		c->tcp->sq_mbufs += m->nb_segs;
+		c->tcp->sq_stalled += c->sq_stalled ? m->nb_segs : 0u;
 	}
 	c->sq_mbufs += m->nb_segs;
 	/* The queue is a list of single segments; a record start is marked on its first. */
@@ -644,6 +645,7 @@ void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g)
 		g->half_open += t->listeners[i].port != 0 ? t->listeners[i].pending : 0;
 	g->rx_mbufs = t->rx_mbufs;
 	g->sq_mbufs = t->sq_mbufs + t->sq_ctrl;
+	g->sq_stalled = t->sq_stalled;
 }
 
 void uiw_tcp_close_all(struct uiw_tcp *t)

@@ -304,6 +304,7 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->snd_una = s->ack;
 	c->t_rexmt = 0;
 	c->backoff = 0;
+	uiw_tcp_stall_check(c);
 	if (c->flags & TF_RTT_ACTIVE) {   /* a SYN sent once: its round trip is a sample */
 		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
 		uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
@@ -450,6 +451,7 @@ static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->max_sndwnd = c->snd_wnd;
 	c->snd_wl1 = s->seq;
 	c->snd_wl2 = s->ack;
+	uiw_tcp_stall_check(c);
 	if (!(c->flags & TF_PASSIVE)) {
 		if (c->ops != NULL && c->ops->connected != NULL)
 			c->ops->connected(c->user, c);
@@ -586,6 +588,7 @@ static bool ack_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		if (wnd > 0)
 			c->t_persist = 0;
 	}
+	uiw_tcp_stall_check(c);
 	if ((c->flags & TF_FIN_SENT) && s->ack == c->snd_max && !fin_acked(c))
 		return false;
 	/* RFC 7323 §4.3: TS.Recent follows the segment that Last.ACK.sent covers. */

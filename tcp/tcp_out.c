@@ -110,6 +110,7 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 		struct rte_mbuf *last = copy;
 
 		c->tcp->sq_mbufs += copy->nb_segs - 1u;
+		c->tcp->sq_stalled += c->sq_stalled ? copy->nb_segs - 1u : 0u;
 		c->sq_mbufs += copy->nb_segs - 1u;
 		for (struct rte_mbuf *s = copy; s != NULL; s = s->next) {
 			s->nb_segs = 1;

@@ -212,6 +212,7 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 	tcp_count(t, UIW_TCP_C_rto_expiries);
 	uiw_tcp_cc_rto(c);
 	backoff(c);
+	uiw_tcp_stall_check(c);
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE; /* Karn */
 	c->snd_nxt = c->snd_una;
 	if ((c->flags & TF_FIN_SENT) && c->snd_una != c->snd_max)

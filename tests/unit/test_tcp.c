@@ -1001,10 +1001,15 @@ START_TEST(ctrl_message_past_the_budget)
 
 	T->sq_mbufs_max = 96;   /* as tcp_sq_mbufs=96 would make it */
 	T->sq_mbufs_soft = 32;
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	/* a's peer opens its window and acknowledges nothing yet: a queue that moves (one
+	 * whose peer keeps its window shut would not hold the budget, see below). */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK });
 	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
 		na++;
 	ck_assert_uint_eq(na, 96);
+	uiw_tcp_run(T, now_ns);   /* a's first segments out of the way of b's handshake */
+	uiw_port_flush(&fx_port.port);
+	fake_port_clear(&fx_port);
 	b = accept_shut_window(a);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("y", 1), UIW_TCP_SEND_RECORD), -ENOBUFS);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("req", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
@@ -1024,6 +1029,87 @@ START_TEST(ctrl_message_past_the_budget)
 }
 END_TEST
 
+/*
+ * Peers that stop taking data hold their shares, not the budget. With the engine's limits
+ * at 64 and 32 mbufs, two connections whose peers keep their windows shut queue their
+ * shares (a stalled queue has no part of the soft limit), and a third, whose peer takes
+ * data, still queues its own: the hard limit counts only queues that move (before, the
+ * first two held all 64 and the third got nothing). A window that opens makes a queue
+ * count again; a queue whose peer acknowledges nothing is set apart once the
+ * retransmission timer has gone off, and counts again at the next ACK of new data.
+ */
+START_TEST(stalled_queues_leave_the_budget)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	struct uiw_tcp_conn *a = ev.accepted, *b, *c;
+	struct uiw_tcp_gauges g;
+	unsigned na = 0, nb = 0, nc = 0;
+
+	T->sq_mbufs_max = 64;
+	T->sq_mbufs_soft = 32;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	b = accept_shut_window(a);
+	ck_assert_uint_eq(T->tx_share, TCP_TX_SHARE_MIN);
+	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
+		na++;
+	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
+		nb++;
+	ck_assert_uint_eq(na, T->tx_share);
+	ck_assert_uint_eq(nb, T->tx_share);
+	ck_assert(a->sq_stalled && b->sq_stalled);
+	uiw_tcp_gauges(T, &g);
+	ck_assert_uint_eq(g.sq_stalled, na + nb);
+	ck_assert_uint_eq(g.sq_mbufs, na + nb);
+
+	inject(&(struct seg){ .sport = PEER_PORT + 2, .seq = PEER_ISN, .flags = UIW_TCP_SYN });
+	sent(fx_port.nsent - 1, &o);
+	inject(&(struct seg){ .sport = PEER_PORT + 2, .seq = PEER_ISN + 1, .ack = o.seq + 1,
+			      .flags = UIW_TCP_ACK });
+	c = ev.accepted;
+	ck_assert_ptr_ne(c, a);
+	ck_assert_ptr_ne(c, b);
+	ck_assert(!c->sq_stalled);
+	while (uiw_tcp_send(c, frame_copy("z", 1), 0) == 0)
+		nc++;
+	ck_assert_uint_eq(nc, T->tx_share);
+	ck_assert_uint_gt(T->sq_mbufs, T->sq_mbufs_max);
+	ck_assert_uint_eq(T->sq_stalled, na + nb);
+
+	/* a's window opens: its queue counts again, and the hard limit is reached. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK });
+	ck_assert(!a->sq_stalled);
+	ck_assert_uint_eq(T->sq_stalled, nb);
+	ck_assert_uint_eq(T->sq_mbufs - T->sq_stalled, T->sq_mbufs_max);
+	ck_assert_int_eq(uiw_tcp_send(c, frame_copy("z", 1), 0), -ENOBUFS);
+
+	/* Nothing of a's or c's is acknowledged: after the retransmission timer both stall
+	 * (c's went out first), and only their shares bound them. */
+	for (unsigned k = 0; k < 100 && a->backoff == 0; k++)
+		advance(100 * MS);
+	ck_assert_uint_gt(a->backoff, 0);
+	ck_assert(a->sq_stalled && c->sq_stalled);
+	ck_assert_uint_eq(T->sq_stalled, na + nb + nc);
+	ck_assert_uint_eq(T->sq_mbufs, na + nb + nc);
+	ck_assert_int_eq(uiw_tcp_send(c, frame_copy("z", 1), 0), -ENOBUFS);
+
+	/* An ACK of a's first octet: it moves again. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 2, .flags = UIW_TCP_ACK });
+	ck_assert_uint_eq(a->backoff, 0);
+	ck_assert(!a->sq_stalled);
+	ck_assert_uint_eq(a->sq_mbufs, na - 1);
+	ck_assert_uint_eq(T->sq_stalled, nb + nc);
+
+	/* The peers reset: nothing held, nothing counted. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
+	inject(&(struct seg){ .sport = PEER_PORT + 1, .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
+	inject(&(struct seg){ .sport = PEER_PORT + 2, .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+	ck_assert_uint_eq(T->sq_mbufs, 0);
+	ck_assert_uint_eq(T->sq_stalled, 0);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
 /* Control messages that peers leave unacknowledged (an MPA Reply to a peer that went
  * quiet) are counted apart from the data budget: the other connections' data still gets
  * all of it. Together they stay within the pool's three quarters. */
@@ -1034,7 +1120,7 @@ START_TEST(unacked_ctrl_messages_leave_the_data_budget)
 	unsigned na = 0;
 
 	T->sq_mbufs_max = T->sq_mbufs_soft = 96;   /* no shares in the way */
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK });
 	b = accept_shut_window(a);
 	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("rep", 3), UIW_TCP_SEND_RECORD | UIW_TCP_SEND_CTRL), 0);
 	ck_assert_uint_eq(T->sq_ctrl, 1);
@@ -2262,6 +2348,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, send_budget_capped_by_key);
 	tcase_add_test(tc, ctrl_message_past_the_budget);
+	tcase_add_test(tc, stalled_queues_leave_the_budget);
 	tcase_add_test(tc, unacked_ctrl_messages_leave_the_data_budget);
 	tcase_add_test(tc, unsent_data_bounded_by_notsent_max);
 	tcase_add_test(tc, room_offered_again_once_sent);
