@@ -385,8 +385,8 @@ static inline bool uiw_tcp_tx_fits(const struct uiw_tcp_conn *c, uint32_t more)
  * against the pool's part (sq_pool_max) but no longer against the soft and hard limits
  * of tcp_sq_mbufs, a size for the caches that only queues that move keep warm: peers that
  * keep their windows shut or acknowledge nothing hold their shares each, not the budget
- * every other connection sends from. Called where the window, the backoff or the queue's
- * owner changes.
+ * every other connection sends from. Called where the window or the backoff changes
+ * (ACKs, the handshake's end, the retransmission timer).
  */
 static inline void uiw_tcp_stall_check(struct uiw_tcp_conn *c)
 {

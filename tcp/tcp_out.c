@@ -395,7 +395,6 @@ static struct rte_mbuf *gather_flatten(const struct uiw_tcp_conn *c, const struc
 	return copy;
 }
 
-
 /*
  * TSO: how many bytes from @p seq (at most @p room) one frame carries for the PMD to cut
  * into segments of *@p segsz payload bytes. RFC 5044 §8 must still hold on the wire after
