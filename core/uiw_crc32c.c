@@ -36,28 +36,37 @@ uint32_t uiw_crc32c_update_sw(uint32_t state, const void *buf, size_t len)
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 
+/* x86 loads any alignment at no cost: eight octets a crc32 instruction, then 4, 2 and 1
+ * for the tail, never a loop of single octets (an FPDU's 14-octet DDP header took up to 13
+ * single-octet steps aligning first). */
 __attribute__((target("sse4.2"))) uint32_t uiw_crc32c_update_hw(uint32_t state,
 								 const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint64_t s = state;
 
-	while (len > 0 && ((uintptr_t)p & 7) != 0) {
-		s = _mm_crc32_u8((uint32_t)s, *p++);
-		len--;
-	}
-	while (len >= 8) {
+	for (; len >= 8; p += 8, len -= 8) {
 		uint64_t w;
 
 		memcpy(&w, p, 8);
 		s = _mm_crc32_u64(s, w);
-		p += 8;
-		len -= 8;
 	}
-	while (len > 0) {
-		s = _mm_crc32_u8((uint32_t)s, *p++);
-		len--;
+	if (len & 4) {
+		uint32_t w;
+
+		memcpy(&w, p, 4);
+		s = _mm_crc32_u32((uint32_t)s, w);
+		p += 4;
 	}
+	if (len & 2) {
+		uint16_t w;
+
+		memcpy(&w, p, 2);
+		s = _mm_crc32_u16((uint32_t)s, w);
+		p += 2;
+	}
+	if (len & 1)
+		s = _mm_crc32_u8((uint32_t)s, *p);
 	return (uint32_t)s;
 }
 
@@ -293,17 +302,47 @@ bool uiw_crc32c_fold256_available(void)
 }
 #endif
 
+/* The implementation for each length class, chosen once (the CPU does not change). */
+enum crc_impl { IMPL_UNSET, IMPL_SW, IMPL_HW, IMPL_FOLD, IMPL_FOLD_AVX, IMPL_FOLD256 };
+static enum crc_impl impl_short, impl_long;
+
+static void __attribute__((noinline)) crc_impl_pick(void)
+{
+	bool hw = uiw_crc32c_hw_available();
+
+	enum crc_impl l = uiw_crc32c_fold256_available()  ? IMPL_FOLD256
+			  : uiw_crc32c_fold_avx_available() ? IMPL_FOLD_AVX
+			  : uiw_crc32c_fold_available()     ? IMPL_FOLD
+			  : hw				    ? IMPL_HW
+							    : IMPL_SW;
+
+	/* Whoever sees the short one set sees the long one too. */
+	__atomic_store_n(&impl_long, l, __ATOMIC_RELAXED);
+	__atomic_store_n(&impl_short, hw ? IMPL_HW : IMPL_SW, __ATOMIC_RELEASE);
+}
+
 uint32_t uiw_crc32c_update(uint32_t state, const void *buf, size_t len)
 {
-	if (len >= UIW_CRC32C_FOLD_MIN && uiw_crc32c_fold256_available())
+	enum crc_impl i = __atomic_load_n(&impl_short, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(i == IMPL_UNSET, 0)) {
+		crc_impl_pick();
+		i = __atomic_load_n(&impl_short, __ATOMIC_ACQUIRE);
+	}
+	if (len >= UIW_CRC32C_FOLD_MIN)
+		i = __atomic_load_n(&impl_long, __ATOMIC_RELAXED);
+	switch (i) {
+	case IMPL_FOLD256:
 		return uiw_crc32c_update_fold256(state, buf, len);
-	if (len >= UIW_CRC32C_FOLD_MIN && uiw_crc32c_fold_avx_available())
+	case IMPL_FOLD_AVX:
 		return uiw_crc32c_update_fold_avx(state, buf, len);
-	if (len >= UIW_CRC32C_FOLD_MIN && uiw_crc32c_fold_available())
+	case IMPL_FOLD:
 		return uiw_crc32c_update_fold(state, buf, len);
-	if (uiw_crc32c_hw_available())
+	case IMPL_HW:
 		return uiw_crc32c_update_hw(state, buf, len);
-	return uiw_crc32c_update_sw(state, buf, len);
+	default:
+		return uiw_crc32c_update_sw(state, buf, len);
+	}
 }
 
 uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len)
