@@ -50,8 +50,10 @@ struct gate_slot {
 	unsigned count;          /* bursts, this thread only */
 } __rte_cache_aligned;
 
-static __thread struct gate_slot *my_slot;
-static __thread bool my_slot_asked;
+/* Initial-exec: in a shared library the general model asks the dynamic linker on each
+ * access (these few octets fit the space kept for libraries opened later). */
+static __thread __attribute__((tls_model("initial-exec"))) struct gate_slot *my_slot;
+static __thread __attribute__((tls_model("initial-exec"))) bool my_slot_asked;
 
 static struct {
 	rte_spinlock_t lock;     /* everything but held, fast and the slots' flags */

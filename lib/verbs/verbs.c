@@ -10,8 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <rte_pause.h>
 
 #include "uiw_dma.h"
 #include "uiw_log.h"
@@ -26,9 +30,13 @@ bool uiw_progress_thread;
 pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
 unsigned uiw_api_waiting;
-__thread unsigned uiw_api_depth;
-__thread unsigned uiw_api_engines;
-__thread pthread_mutex_t *uiw_api_one;
+UIW_TLS unsigned uiw_api_depth;
+UIW_TLS unsigned uiw_api_engines;
+UIW_TLS pthread_mutex_t *uiw_api_one;
+UIW_TLS char uiw_api_self;
+UIW_TLS bool uiw_api_fast;
+struct uiw_bias uiw_bias = { .revoked = 1 };
+const void *uiw_last_inline;
 unsigned uiw_engine_threads;
 pthread_mutex_t uiw_ev_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -81,7 +89,78 @@ void uiw_api_abandon(void)
 	uiw_api_depth = 0;
 	if (uiw_api_engines > 0)
 		uiw_engines_go();
+	uiw_big_lock_give();
+}
+
+void uiw_bias_init(void)
+{
+	uiw_bias.ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (!uiw_bias.ok)
+		UIW_INFO("no membarrier (%s): every verbs call takes a lock", strerror(errno));
+}
+
+/* With the mutex held: no thread holds the lock by the bias, nor will until renewed. */
+static void bias_revoke(void)
+{
+	if (__atomic_load_n(&uiw_bias.revoked, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&uiw_bias.revoked, 1, __ATOMIC_RELAXED);
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+		/* Registered, so not expected: the owner's flag can no longer be trusted. Its
+		 * store may still sit in its core; no bias from now on. */
+		UIW_ERR("membarrier: %s; every verbs call takes a lock from now on", strerror(errno));
+		uiw_bias.ok = false;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		usleep(1000);
+	}
+	while (__atomic_load_n(&uiw_bias.owner_busy, __ATOMIC_ACQUIRE))
+		rte_pause();
+	__atomic_store_n(&uiw_bias.owner, NULL, __ATOMIC_RELAXED);
+	uiw_bias.others_seen = uiw_bias.others;
+	uiw_bias.revokes++;
+}
+
+void uiw_big_lock_slow(void)
+{
+	if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
+		/* The progress thread gives way while a program thread waits (a mutex is not
+		 * fair). */
+		__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&uiw_big_lock);
+		__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	}
+	bias_revoke();
+	uiw_bias.slow++;
+	if (uiw_last_inline != &uiw_api_self)
+		uiw_bias.others++;
+}
+
+int uiw_big_lock_try(void)
+{
+	if (pthread_mutex_trylock(&uiw_big_lock) != 0)
+		return -1;
+	bias_revoke();
+	return 0;
+}
+
+bool uiw_bias_renew(void)
+{
+	bool given = false;
+
+	if (!uiw_bias.ok || !__atomic_load_n(&uiw_bias.revoked, __ATOMIC_RELAXED))
+		return true;
+	if (pthread_mutex_trylock(&uiw_big_lock) != 0)
+		return false;
+	/* Only to the thread that made every call since the last look. */
+	if (uiw_bias.ok && uiw_bias.others == uiw_bias.others_seen && uiw_last_inline != NULL) {
+		__atomic_store_n(&uiw_bias.owner, uiw_last_inline, __ATOMIC_RELAXED);
+		__atomic_store_n(&uiw_bias.revoked, 0, __ATOMIC_RELEASE);
+		uiw_bias.renews++;
+		given = true;
+	}
+	uiw_bias.others_seen = uiw_bias.others;
 	pthread_mutex_unlock(&uiw_big_lock);
+	return given;
 }
 
 int uiw_verbs_add_device(struct uiw_stack *s)
@@ -356,8 +435,11 @@ void uiw_verbs_stop_engine_threads(void)
 void uiw_inline_pass(void)
 {
 	uiw_verbs_progress_locked();
-	if (uiw_threaded)
+	if (uiw_threaded) {
 		__atomic_store_n(&uiw_inline_progress_ns, uiw_now_ns(), __ATOMIC_RELAXED);
+		if (uiw_last_inline != &uiw_api_self)
+			uiw_last_inline = &uiw_api_self;   /* the lock is held: one writer */
+	}
 }
 
 void uiw_verbs_progress(void)
@@ -411,7 +493,7 @@ bool uiw_wait_some(int fd, bool nonblock)
 	uiw_api_depth = 0;
 	if (uiw_api_engines > 0)
 		uiw_engines_go();
-	pthread_mutex_unlock(&uiw_big_lock);
+	uiw_big_lock_give();
 	uiw_progress_kick();   /* this thread sleeps: the stack is the progress thread's */
 	if (poll(&p, 1, 10) < 0) {
 		if (errno == EINTR)

@@ -27,6 +27,52 @@ extern pthread_mutex_t uiw_big_lock;           /* recursive */
 extern uint64_t uiw_inline_progress_ns;        /* the program's own last pass */
 extern unsigned uiw_api_waiting;               /* program threads waiting for the lock */
 
+/* Thread-local, in the initial-exec model: the drop-in is a shared library, and the
+ * general model asked the dynamic linker (__tls_get_addr) on every access, several
+ * times a call (3% of a perftest sender's time). These few octets fit the space the
+ * dynamic linker keeps for libraries opened later. */
+#define UIW_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/*
+ * The big lock is biased to one program thread (docs/DROPIN.md, "The big lock"). A
+ * program that makes every call from one thread (perftest, most benchmarks) then takes
+ * it with plain stores and loads: each pthread_mutex_trylock() and unlock is a locked
+ * instruction, which waits for every store of the pass before it to leave the core (a
+ * pass writes frames to memory the peer's core reads), and the two were 14% of a
+ * perftest sender's time. The owner sets owner_busy and then reads revoked; any other
+ * thread takes the mutex, sets revoked, has the kernel run a full barrier on every
+ * thread of the process (membarrier(2)), so that the owner either saw revoked or has
+ * owner_busy visible, and waits for owner_busy to clear. The progress thread gives the
+ * bias to the thread that polls when no other thread has called since it was taken back
+ * or last looked at (uiw_bias_renew()). Without membarrier (a seccomp filter, valgrind) there is no
+ * owner and every call takes the mutex.
+ */
+struct uiw_bias {
+	int owner_busy;          /* atomic: the owner is inside (written by the owner only) */
+	int revoked;             /* atomic: every thread takes the mutex (owner too) */
+	const void *owner;       /* atomic: the owner's uiw_api_self, or NULL */
+	bool ok;                 /* membarrier registered */
+	unsigned long others;    /* entries by a thread that is not the owner's candidate */
+	unsigned long others_seen; /* others when the bias was last taken back or looked at */
+	unsigned long revokes;   /* times the bias was taken back */
+	unsigned long renews;    /* times it was given */
+	unsigned long fast;      /* entries by the bias (the owner writes it) */
+	unsigned long slow;      /* entries by the mutex (written under it) */
+};
+extern struct uiw_bias uiw_bias;
+extern UIW_TLS char uiw_api_self;              /* its address names the thread */
+extern UIW_TLS bool uiw_api_fast;              /* this thread holds the lock by the bias */
+extern const void *uiw_last_inline;            /* the thread of the last inline pass */
+
+void uiw_bias_init(void);
+/* The slow way in: the mutex, the bias taken back. */
+void uiw_big_lock_slow(void);
+/* The progress thread's: the mutex if free (the bias taken back). @return 0 if taken. */
+int uiw_big_lock_try(void);
+/* The progress thread's, the program polling: the bias to the polling thread if no other
+ * thread came in since the last look. @return true if it has it (or cannot have it). */
+bool uiw_bias_renew(void);
+
 /*
  * Engine threads (docs/ENGINES.md). With engines > 1 the drop-in runs engines 1..N-1 each
  * on a thread of its own, which holds the engine's lock through each pass; the big lock
@@ -36,34 +82,54 @@ extern unsigned uiw_api_waiting;               /* program threads waiting for th
  * and the event queues the verbs and rdma_cm layers fill (uiw_ev_lock, taken at the
  * innermost level only).
  */
-extern __thread unsigned uiw_api_depth;        /* this thread's API lock nesting */
-extern __thread unsigned uiw_api_engines;      /* engine locks this thread holds */
+extern UIW_TLS unsigned uiw_api_depth;        /* this thread's API lock nesting */
+extern UIW_TLS unsigned uiw_api_engines;      /* engine locks this thread holds */
 extern unsigned uiw_engine_threads;            /* engine threads running (locks to take) */
 extern pthread_mutex_t uiw_ev_lock;
 void uiw_engines_stop(void);                   /* takes every engine's lock */
 void uiw_engines_go(void);                     /* gives back what uiw_engines_stop() took */
 
+/* Takes the big lock (the caller holds none of it). */
 static inline void uiw_big_lock_take(void)
 {
-	if (pthread_mutex_trylock(&uiw_big_lock) == 0)
-		return;   /* the common case: one atomic, no count */
-	/* The progress thread gives way while a program thread waits (a mutex is not fair). */
-	__atomic_fetch_add(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&uiw_big_lock);
-	__atomic_fetch_sub(&uiw_api_waiting, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&uiw_bias.owner, __ATOMIC_RELAXED) == &uiw_api_self) {
+		__atomic_store_n(&uiw_bias.owner_busy, 1, __ATOMIC_RELAXED);
+		/* No fence: a revoker's membarrier() orders the two for it. */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&uiw_bias.revoked, __ATOMIC_ACQUIRE)) {
+			uiw_api_fast = true;
+			uiw_bias.fast++;
+			return;
+		}
+		__atomic_store_n(&uiw_bias.owner_busy, 0, __ATOMIC_RELEASE);
+	}
+	uiw_big_lock_slow();
+}
+
+/* Gives back what uiw_big_lock_take() took. */
+static inline void uiw_big_lock_give(void)
+{
+	if (uiw_api_fast) {
+		uiw_api_fast = false;
+		__atomic_store_n(&uiw_bias.owner_busy, 0, __ATOMIC_RELEASE);
+	} else {
+		pthread_mutex_unlock(&uiw_big_lock);
+	}
 }
 
 static inline int uiw_api_lock(void)
 {
 	if (!uiw_threaded)
 		return 0;
-	uiw_big_lock_take();
-	if (uiw_api_depth++ == 0 && __atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
-		uiw_engines_stop();
+	if (uiw_api_depth++ == 0) {
+		uiw_big_lock_take();
+		if (__atomic_load_n(&uiw_engine_threads, __ATOMIC_ACQUIRE) > 0)
+			uiw_engines_stop();
+	}
 	return 1;
 }
 
-extern __thread pthread_mutex_t *uiw_api_one;  /* the one engine lock a data-path call holds */
+extern UIW_TLS pthread_mutex_t *uiw_api_one;  /* the one engine lock a data-path call holds */
 
 static inline void uiw_api_unlock(int *held)
 {
@@ -76,8 +142,8 @@ static inline void uiw_api_unlock(int *held)
 			pthread_mutex_unlock(uiw_api_one);
 			uiw_api_one = NULL;
 		}
+		uiw_big_lock_give();
 	}
-	pthread_mutex_unlock(&uiw_big_lock);
 }
 
 /* Leaves the API lock for good from inside a call (its holder will never return). */
@@ -100,10 +166,12 @@ static inline int uiw_api_lock_one(pthread_mutex_t *lock)
 {
 	if (!uiw_threaded)
 		return 0;
-	uiw_big_lock_take();
-	if (uiw_api_depth++ == 0 && lock != NULL) {
-		pthread_mutex_lock(lock);
-		uiw_api_one = lock;
+	if (uiw_api_depth++ == 0) {
+		uiw_big_lock_take();
+		if (lock != NULL) {
+			pthread_mutex_lock(lock);
+			uiw_api_one = lock;
+		}
 	}
 	return 1;
 }

@@ -53,6 +53,8 @@
 #define INLINE_QUIET_NS (1000 * 1000ull)
 #define NAP_MIN_US 20
 #define NAP_MAX_US 8000
+/* Naps while the lock is not yet biased to a program that polls (uiw_bias_renew()). */
+#define BIAS_RETRY_US 1000
 
 /*
  * When the thread runs the stack itself it spins, which is right while it has a core of
@@ -95,10 +97,12 @@ static struct {
 	int stat_fd;                 /* the listening socket uiwarp-stat connects to, or -1 */
 	uint64_t stat_at;            /* when it was last looked at */
 	int stat_client;             /* an answer made under the lock, sent after it, or -1 */
+	int stat_asked;              /* a reader accepted (without the lock), not answered yet */
 	char *stat_text;
 	size_t stat_len;
 	char stat_path[108];
-} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1, .stat_fd = -1, .stat_client = -1 };
+} inst = { .once = PTHREAD_ONCE_INIT, .nap_fd = -1, .stat_fd = -1, .stat_client = -1,
+	    .stat_asked = -1 };
 
 static void drain_at_exit(void);
 
@@ -183,19 +187,28 @@ static void stat_listen(void)
 /* A slow reader gets what it has read by then: the progress thread goes back to work. */
 #define STAT_SEND_NS (50 * 1000 * 1000ull)
 
-/* With the lock held: takes a waiting uiwarp-stat, when it is time to look, and writes its
- * answer; stat_send() sends it once the lock is given back. */
+/* Without the lock, every STAT_NS: a uiwarp-stat that connected is accepted. The lock
+ * (and with it the bias, uiw_big_lock_try()) is taken only when one did. */
+static void stat_accept(uint64_t now)
+{
+	if (inst.stat_fd < 0 || inst.stat_client >= 0 || inst.stat_asked >= 0 ||
+	    now - inst.stat_at < STAT_NS)
+		return;
+	inst.stat_at = now;
+	inst.stat_asked = accept4(inst.stat_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+/* With the lock held: the answer for the reader stat_accept() took; stat_send() sends it
+ * once the lock is given back. */
 static void stat_serve(uint64_t now)
 {
 	FILE *f;
 	int c;
 
-	if (inst.stat_fd < 0 || inst.stat_client >= 0 || now - inst.stat_at < STAT_NS)
+	stat_accept(now);
+	if ((c = inst.stat_asked) < 0)
 		return;
-	inst.stat_at = now;
-	c = accept4(inst.stat_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (c < 0)
-		return;
+	inst.stat_asked = -1;
 	f = open_memstream(&inst.stat_text, &inst.stat_len);
 	if (f == NULL) {
 		close(c);
@@ -241,11 +254,13 @@ static void status_due(uint64_t now)
 	stat_serve(now);
 }
 
-/* Whether status_due() has something to do: then the thread takes the lock for it. */
+/* Whether status_due() has something to do (a reader is accepted here, without the lock):
+ * then the thread takes the lock for it. */
 static bool status_wanted(uint64_t now)
 {
+	stat_accept(now);
 	return (inst.status_path != NULL && now - inst.status_at >= STATUS_NS) ||
-	       (inst.stat_fd >= 0 && now - inst.stat_at >= STAT_NS);
+	       inst.stat_asked >= 0;
 }
 static void *progress_main(void *arg);
 
@@ -255,6 +270,7 @@ static void bring_up(void)
 
 	uiw_threaded = true;
 	uiw_progress_thread = true;
+	uiw_bias_init();
 	uiw_config_defaults(&inst.cfg);
 	/* Programs may have the passive side send first (ib_write_lat's server does): MPA
 	 * peer-to-peer mode, so the initiator's RTR opens the way (RFC 6581 §4). The
@@ -347,6 +363,11 @@ static void print_counters(void)
 		"  progress.yields             %12lu  # passes after which the thread gave way\n"
 		"  progress.idle_naps          %12lu  # naps after a quiet spell\n",
 		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.idle_naps);
+	fprintf(stderr, "  progress.bias_renews        %12lu  # times the lock was biased to the polling thread\n"
+		"  progress.bias_revokes       %12lu  # times another thread took the bias back\n"
+		"  progress.calls_biased       %12lu  # program calls that took the lock by the bias\n"
+		"  progress.calls_locked       %12lu  # program calls that took the mutex\n",
+		uiw_bias.renews, uiw_bias.revokes, uiw_bias.fast, uiw_bias.slow);
 }
 
 static void drain_at_exit(void)
@@ -354,7 +375,7 @@ static void drain_at_exit(void)
 	uint64_t end = uiw_now_ns() + EXIT_DRAIN_MS * UIW_NS_PER_MS;
 	unsigned reset;
 
-	pthread_mutex_lock(&uiw_big_lock);
+	uiw_big_lock_slow();   /* the mutex, the bias taken back: held for good */
 	uiw_verbs_stop_engine_threads();   /* the passes below run every engine */
 	uiw_stack_exit_step(&inst.stack, UIW_STACK_EXIT_CLOSE);
 	do   /* at least one pass: a reset an abort just queued goes out too */
@@ -498,11 +519,16 @@ static void *progress_main(void *arg)
 		if (program_polls()) {
 			uint64_t t = uiw_now_ns();
 
-			if (status_wanted(t) && pthread_mutex_trylock(&uiw_big_lock) == 0) {
+			if (status_wanted(t) && uiw_big_lock_try() == 0) {
 				status_due(t);
 				pthread_mutex_unlock(&uiw_big_lock);
 				stat_send();
 			}
+			/* A program that polls from one thread takes the lock without a locked
+			 * instruction while no other thread comes: until it has the bias, the
+			 * naps are short enough to give it soon. */
+			if (!uiw_bias_renew() && nap_us > BIAS_RETRY_US)
+				nap_us = BIAS_RETRY_US;
 			inst.naps++;
 			nap_backoff(&nap_us);
 			last_pass = 0;   /* the next pass follows a nap, not a wait for a core */
@@ -512,7 +538,7 @@ static void *progress_main(void *arg)
 		 * of posts): waiting for the lock would hand it to and fro, a system call and
 		 * often a context switch on each side, so the thread naps as if the program
 		 * polled. */
-		if (pthread_mutex_trylock(&uiw_big_lock) != 0) {
+		if (uiw_big_lock_try() != 0) {
 			inst.lock_busy++;
 			nap_backoff(&nap_us);
 			last_pass = 0;

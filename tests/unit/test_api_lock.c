@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The drop-in's big lock (verbs_internal.h): biased to the one thread that polls, taken
+ * back by the progress thread and by any other program thread. The threads here share a
+ * counter they increment without atomics, so a lost increment is a call that ran beside
+ * another.
+ */
+#include <pthread.h>
+#include <unistd.h>
+
+#include <rte_pause.h>
+
+#include "check_common.h"
+#include "verbs_internal.h"
+
+#define A_CALLS 1000000ul
+#define B_CALLS 200000ul
+
+static unsigned long counter;
+static int b_go, stop;
+
+/* counter++ over a window wide enough for a thread beside it to come in. */
+static void bump(void)
+{
+	unsigned long c = counter;
+
+	for (int k = 0; k < 8; k++)
+		rte_pause();
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	counter = c + 1;
+}
+
+/* A call made from inside another (the lock is taken once, at the outermost). */
+static void nested_call(void)
+{
+	UIW_API_LOCK();
+
+	counter++;
+}
+
+/* What op_poll_cq() does: the lock and an inline pass (which names the polling thread). */
+static void poll_like_call(void)
+{
+	UIW_API_LOCK_ONE(NULL);
+
+	uiw_inline_pass();
+	bump();
+	nested_call();
+}
+
+/* Another program thread's call: no pass. */
+static void post_like_call(void)
+{
+	UIW_API_LOCK_ONE(NULL);
+
+	bump();
+}
+
+static void *thread_a(void *arg)
+{
+	(void)arg;
+	for (unsigned long i = 0; i < A_CALLS; i++) {
+		poll_like_call();
+		if (i == A_CALLS / 2)
+			__atomic_store_n(&b_go, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void *thread_b(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&b_go, __ATOMIC_ACQUIRE))
+		usleep(100);
+	for (unsigned long i = 0; i < B_CALLS; i++)
+		post_like_call();
+	return NULL;
+}
+
+/* As the drop-in's progress thread: its own turns with the lock, and the bias renewed. */
+static void *thread_progress(void *arg)
+{
+	unsigned long *mine = arg;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+		if (uiw_big_lock_try() == 0) {
+			bump();
+			(*mine)++;
+			pthread_mutex_unlock(&uiw_big_lock);
+		}
+		(void)uiw_bias_renew();
+		for (int k = 0; k < 2000; k++)   /* the owner polls a while by the bias */
+			rte_pause();
+	}
+	return NULL;
+}
+
+START_TEST(calls_never_run_beside_each_other)
+{
+	pthread_t a, b, p;
+	unsigned long progress_turns = 0;
+
+	uiw_threaded = true;
+	uiw_bias_init();
+	ck_assert_int_eq(pthread_create(&p, NULL, thread_progress, &progress_turns), 0);
+	ck_assert_int_eq(pthread_create(&a, NULL, thread_a, NULL), 0);
+	ck_assert_int_eq(pthread_create(&b, NULL, thread_b, NULL), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	pthread_join(p, NULL);
+	ck_assert_uint_eq(counter, 2 * A_CALLS + B_CALLS + progress_turns);
+	ck_assert_uint_gt(progress_turns, 0);
+	if (uiw_bias.ok) {   /* membarrier here (not under valgrind or a seccomp filter) */
+		ck_assert_uint_gt(uiw_bias.fast, 0);
+		ck_assert_uint_gt(uiw_bias.slow, 0);
+		ck_assert_uint_gt(uiw_bias.revokes, 0);
+		ck_assert_uint_gt(uiw_bias.renews, 0);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("api_lock");
+	TCase *tc = tcase_create("bias");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, calls_never_run_beside_each_other);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
