@@ -34,9 +34,9 @@ extern unsigned uiw_api_waiting;               /* program threads waiting for th
 #define UIW_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /*
- * The big lock is biased to one program thread (docs/DROPIN.md, "The big lock"). A
- * program that makes every call from one thread (perftest, most benchmarks) then takes
- * it with plain stores and loads: each pthread_mutex_trylock() and unlock is a locked
+ * The big lock is biased to one program thread (docs/DROPIN.md, "The big lock is
+ * biased"): a program that makes every call from one thread (perftest, most benchmarks)
+ * takes it with plain stores and loads. Each pthread_mutex_trylock() and unlock is a locked
  * instruction, which waits for every store of the pass before it to leave the core (a
  * pass writes frames to memory the peer's core reads), and the two were 14% of a
  * perftest sender's time. The owner sets owner_busy and then reads revoked; any other
@@ -44,8 +44,8 @@ extern unsigned uiw_api_waiting;               /* program threads waiting for th
  * thread of the process (membarrier(2)), so that the owner either saw revoked or has
  * owner_busy visible, and waits for owner_busy to clear. The progress thread gives the
  * bias to the thread that polls when no other thread has called since it was taken back
- * or last looked at (uiw_bias_renew()). Without membarrier (a seccomp filter, valgrind) there is no
- * owner and every call takes the mutex.
+ * or last looked at (uiw_bias_renew()). Without membarrier (a seccomp filter, valgrind)
+ * there is no owner and every call takes the mutex.
  */
 struct uiw_bias {
 	int owner_busy;          /* atomic: the owner is inside (written by the owner only) */
