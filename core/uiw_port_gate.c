@@ -6,10 +6,8 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <linux/membarrier.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_common.h>
@@ -18,6 +16,7 @@
 #include <rte_interrupts.h>
 #include <rte_spinlock.h>
 
+#include "uiw_lock.h"
 #include "uiw_log.h"
 #include "uiw_time.h"
 
@@ -91,7 +90,7 @@ static void fast_off(void)
 	if (!__atomic_load_n(&gate.fast, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&gate.fast, 0, __ATOMIC_SEQ_CST);
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+	if (uiw_membarrier() != 0) {
 		/* Registered, so not expected; the flags can no longer be trusted: wait long
 		 * enough for any store buffer, and stop handing out the fast way. */
 		UIW_ERR("port gate: membarrier: %s; bursts take the lock from now on",
@@ -137,7 +136,7 @@ static int gate_create(void)
 	gate.ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
 	gate.state = GATE_OPEN;
 	gate.held = 0;
-	gate.fast_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	gate.fast_ok = uiw_membarrier_register() == 0;
 	if (!gate.fast_ok)
 		UIW_INFO("port gate: no membarrier (%s): every memif burst takes a lock",
 			 strerror(errno));

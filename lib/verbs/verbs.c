@@ -10,9 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/membarrier.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_pause.h>
@@ -94,7 +92,7 @@ void uiw_api_abandon(void)
 
 void uiw_bias_init(void)
 {
-	uiw_bias.ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	uiw_bias.ok = uiw_membarrier_register() == 0;
 	if (!uiw_bias.ok)
 		UIW_INFO("no membarrier (%s): every verbs call takes a lock", strerror(errno));
 }
@@ -105,7 +103,7 @@ static void bias_revoke(void)
 	if (__atomic_load_n(&uiw_bias.revoked, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&uiw_bias.revoked, 1, __ATOMIC_RELAXED);
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+	if (uiw_membarrier() != 0) {
 		/* Registered, so not expected: the owner's flag can no longer be trusted. Its
 		 * store may still sit in its core; no bias from now on. */
 		UIW_ERR("membarrier: %s; every verbs call takes a lock from now on", strerror(errno));
