@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "uiw_crc32c_table.h"
+#include "uiw_csum.h"
 
 uint32_t uiw_crc32c_update_sw(uint32_t state, const void *buf, size_t len)
 {
@@ -249,6 +250,296 @@ uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, size_t len)
 	return fold256_run(state, dst, src, len);
 }
 
+/*
+ * The same folding on 512-bit registers (AVX-512 VPCLMULQDQ): four lanes of four blocks
+ * each move 256 octets a round. The lanes then fold onto the last at once (each by its own
+ * distance, the three products XORed in one step), the rest goes 64 octets a step, and
+ * the register's four blocks fold to one. A three-way XOR is one instruction (VPTERNLOGQ),
+ * so each round's chain is one multiply and one XOR long.
+ */
+#define FOLD2048_LO 0xdcb17aa4ull   /* x^2080 */
+#define FOLD2048_HI 0xb9e02b86ull   /* x^2016 */
+#define FOLD1536_LO 0xa87ab8a8ull   /* x^1568 */
+#define FOLD1536_HI 0xab7aff2aull   /* x^1504 */
+
+#define T512 "avx512f,avx512vl,vpclmulqdq,avx2,pclmul,sse4.2"
+
+__attribute__((target(T512))) static inline __m512i k512_of(uint64_t lo, uint64_t hi)
+{
+	return _mm512_set_epi64((long long)hi, (long long)lo, (long long)hi, (long long)lo,
+				(long long)hi, (long long)lo, (long long)hi, (long long)lo);
+}
+
+/* x moved forward by k's distance, XORed onto next. */
+__attribute__((target(T512))) static inline __m512i fold512(__m512i x, __m512i k, __m512i next)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+					 _mm512_clmulepi64_epi128(x, k, 0x11), next, 0x96);
+}
+
+__attribute__((target(T512))) static inline __m512i load64(const uint8_t *p)
+{
+	return _mm512_loadu_si512((const void *)p);
+}
+
+__attribute__((target(T512))) static inline void store64(uint8_t *p, __m512i x)
+{
+	_mm512_storeu_si512((void *)p, x);
+}
+
+/* @p len >= 256; with @p dst, each octet read is stored there too. */
+__attribute__((target(T512), always_inline)) static inline uint32_t
+fold512_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
+{
+	const __m512i k2048 = k512_of(FOLD2048_LO, FOLD2048_HI);
+	const __m512i k512 = k512_of(FOLD512_LO, FOLD512_HI);
+	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
+					       (long long)FOLD256_HI, (long long)FOLD256_LO);
+	__m512i z0 = load64(p), z1 = load64(p + 64), z2 = load64(p + 128), z3 = load64(p + 192);
+
+	if (dst != NULL) {
+		store64(dst, z0);
+		store64(dst + 64, z1);
+		store64(dst + 128, z2);
+		store64(dst + 192, z3);
+		dst += 256;
+	}
+	z0 = _mm512_xor_si512(z0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
+	for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
+		__m512i n0 = load64(p), n1 = load64(p + 64), n2 = load64(p + 128), n3 = load64(p + 192);
+
+		if (dst != NULL) {
+			store64(dst, n0);
+			store64(dst + 64, n1);
+			store64(dst + 128, n2);
+			store64(dst + 192, n3);
+			dst += 256;
+		}
+		z0 = fold512(z0, k2048, n0);
+		z1 = fold512(z1, k2048, n1);
+		z2 = fold512(z2, k2048, n2);
+		z3 = fold512(z3, k2048, n3);
+	}
+	const __m512i k1536 = k512_of(FOLD1536_LO, FOLD1536_HI);
+	const __m512i k1024 = k512_of(FOLD1024_LO, FOLD1024_HI);
+	__m512i a = fold512(z0, k1536, _mm512_setzero_si512());
+	__m512i b = fold512(z1, k1024, _mm512_setzero_si512());
+
+	z3 = _mm512_ternarylogic_epi64(a, b, fold512(z2, k512, z3), 0x96);
+	for (; len >= 64; p += 64, len -= 64) {
+		__m512i n = load64(p);
+
+		if (dst != NULL) {
+			store64(dst, n);
+			dst += 64;
+		}
+		z3 = fold512(z3, k512, n);
+	}
+	if (dst != NULL)
+		memcpy(dst, p, len);
+	__m256i y = fold256(_mm512_castsi512_si256(z3), k256, _mm512_extracti64x4_epi64(z3, 1));
+
+	return fold_finish(fold(_mm256_castsi256_si128(y), K128, _mm256_extracti128_si256(y, 1)),
+			   p, len);
+}
+
+/* fold512_run() with the sum of the rounds' 32-bit words in 64-bit lanes (*@p wide), as
+ * fold256_sum() gathers it; the 64-octet steps are rounds too. @p len >= 256. */
+__attribute__((target(T512), always_inline)) static inline __m512i
+widen_add512(__m512i acc, __m512i x)
+{
+	const __m512i zero = _mm512_setzero_si512();
+
+	return _mm512_add_epi64(_mm512_add_epi64(acc, _mm512_unpacklo_epi32(x, zero)),
+				_mm512_unpackhi_epi32(x, zero));
+}
+
+__attribute__((target(T512))) static uint32_t
+fold512_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+{
+	const __m512i k2048 = k512_of(FOLD2048_LO, FOLD2048_HI);
+	const __m512i k512 = k512_of(FOLD512_LO, FOLD512_HI);
+	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
+					       (long long)FOLD256_HI, (long long)FOLD256_LO);
+	__m512i z0 = load64(p), z1 = load64(p + 64), z2 = load64(p + 128), z3 = load64(p + 192);
+	__m512i s0 = widen_add512(widen_add512(_mm512_setzero_si512(), z0), z2);
+	__m512i s1 = widen_add512(widen_add512(_mm512_setzero_si512(), z1), z3);
+
+	if (dst != NULL) {
+		store64(dst, z0);
+		store64(dst + 64, z1);
+		store64(dst + 128, z2);
+		store64(dst + 192, z3);
+		dst += 256;
+	}
+	z0 = _mm512_xor_si512(z0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
+	for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
+		__m512i n0 = load64(p), n1 = load64(p + 64), n2 = load64(p + 128), n3 = load64(p + 192);
+
+		if (dst != NULL) {
+			store64(dst, n0);
+			store64(dst + 64, n1);
+			store64(dst + 128, n2);
+			store64(dst + 192, n3);
+			dst += 256;
+		}
+		s0 = widen_add512(widen_add512(s0, n0), n2);
+		s1 = widen_add512(widen_add512(s1, n1), n3);
+		z0 = fold512(z0, k2048, n0);
+		z1 = fold512(z1, k2048, n1);
+		z2 = fold512(z2, k2048, n2);
+		z3 = fold512(z3, k2048, n3);
+	}
+	const __m512i k1536 = k512_of(FOLD1536_LO, FOLD1536_HI);
+	const __m512i k1024 = k512_of(FOLD1024_LO, FOLD1024_HI);
+	__m512i a = fold512(z0, k1536, _mm512_setzero_si512());
+	__m512i b = fold512(z1, k1024, _mm512_setzero_si512());
+
+	z3 = _mm512_ternarylogic_epi64(a, b, fold512(z2, k512, z3), 0x96);
+	for (; len >= 64; p += 64, len -= 64) {
+		__m512i n = load64(p);
+
+		if (dst != NULL) {
+			store64(dst, n);
+			dst += 64;
+		}
+		s0 = widen_add512(s0, n);
+		z3 = fold512(z3, k512, n);
+	}
+	if (dst != NULL)
+		memcpy(dst, p, len);
+	*wide = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1));
+	__m256i y = fold256(_mm512_castsi512_si256(z3), k256, _mm512_extracti64x4_epi64(z3, 1));
+
+	return fold_finish(fold(_mm256_castsi256_si128(y), K128, _mm256_extracti128_si256(y, 1)),
+			   p, len);
+}
+
+__attribute__((target(T512))) uint32_t
+uiw_crc32c_update_fold512(uint32_t state, const void *buf, size_t len)
+{
+	if (len < 256)
+		return uiw_crc32c_update_fold_avx(state, buf, len);
+	return fold512_run(state, NULL, buf, len);
+}
+
+__attribute__((target(T512))) uint32_t
+uiw_crc32c_copy_fold512(uint32_t state, void *dst, const void *src, size_t len)
+{
+	if (len < 256) {
+		memcpy(dst, src, len);
+		return uiw_crc32c_update_fold_avx(state, src, len);
+	}
+	return fold512_run(state, dst, src, len);
+}
+
+bool uiw_crc32c_fold512_available(void)
+{
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	       uiw_crc32c_fold256_available();
+}
+
+/*
+ * The CRC and the Internet checksum of the same octets in one pass (optionally a copy as
+ * well): each load feeds both. The sum widens each 32-bit word into a 64-bit lane, as
+ * uiw_csum.c's rounds do (a lane gains less than 2^32 a round). *@p wide gets the unfolded
+ * sum of the words of the octets the rounds took; the caller sums the tail (*@p left
+ * octets at *@p rest, an even offset from the start) and folds. 256-bit folding, 128
+ * octets a round; @p len >= 128.
+ */
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline __m256i
+widen_add(__m256i acc, __m256i x)
+{
+	const __m256i zero = _mm256_setzero_si256();
+
+	return _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_unpacklo_epi32(x, zero)),
+				_mm256_unpackhi_epi32(x, zero));
+}
+
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static uint32_t
+fold256_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+{
+	const __m256i k1024 = _mm256_set_epi64x((long long)FOLD1024_HI, (long long)FOLD1024_LO,
+						(long long)FOLD1024_HI, (long long)FOLD1024_LO);
+	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
+					       (long long)FOLD256_HI, (long long)FOLD256_LO);
+	__m256i y0 = load32(p), y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
+	__m256i s0 = widen_add(_mm256_setzero_si256(), y0), s1 = widen_add(_mm256_setzero_si256(), y1);
+
+	s0 = widen_add(s0, y2);
+	s1 = widen_add(s1, y3);
+	if (dst != NULL)
+		dst = store128(dst, y0, y1, y2, y3);
+	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
+	for (p += 128, len -= 128; len >= 128; p += 128, len -= 128) {
+		__m256i n0 = load32(p), n1 = load32(p + 32), n2 = load32(p + 64), n3 = load32(p + 96);
+
+		if (dst != NULL)
+			dst = store128(dst, n0, n1, n2, n3);
+		s0 = widen_add(widen_add(s0, n0), n2);
+		s1 = widen_add(widen_add(s1, n1), n3);
+		y0 = fold256(y0, k1024, n0);
+		y1 = fold256(y1, k1024, n1);
+		y2 = fold256(y2, k1024, n2);
+		y3 = fold256(y3, k1024, n3);
+	}
+	if (dst != NULL)
+		memcpy(dst, p, len);
+	s0 = _mm256_add_epi64(s0, s1);
+	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
+
+	*wide = (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
+	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
+	return fold_finish(fold(_mm256_castsi256_si128(y0), K128, _mm256_extracti128_si256(y0, 1)),
+			   p, len);
+}
+
+/* The same with 128-bit folding (PCLMULQDQ) where the CPU has no VPCLMULQDQ, the sum on
+ * AVX2: 64 octets a round, two 256-bit loads whose halves feed the four lanes. */
+__attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
+fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+{
+	const __m128i k512 = _mm_set_epi64x((long long)FOLD512_HI, (long long)FOLD512_LO);
+	const __m256i zero = _mm256_setzero_si256();
+	__m256i a = load32(p), b = load32(p + 32);
+	__m256i s0 = _mm256_add_epi64(_mm256_unpacklo_epi32(a, zero), _mm256_unpackhi_epi32(a, zero));
+	__m256i s1 = _mm256_add_epi64(_mm256_unpacklo_epi32(b, zero), _mm256_unpackhi_epi32(b, zero));
+	__m128i x0 = _mm_xor_si128(_mm256_castsi256_si128(a), _mm_cvtsi32_si128((int)state));
+	__m128i x1 = _mm256_extracti128_si256(a, 1), x2 = _mm256_castsi256_si128(b);
+	__m128i x3 = _mm256_extracti128_si256(b, 1);
+
+	if (dst != NULL) {
+		_mm256_storeu_si256((__m256i *)(void *)dst, a);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), b);
+		dst += 64;
+	}
+	for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
+		a = load32(p);
+		b = load32(p + 32);
+		if (dst != NULL) {
+			_mm256_storeu_si256((__m256i *)(void *)dst, a);
+			_mm256_storeu_si256((__m256i *)(void *)(dst + 32), b);
+			dst += 64;
+		}
+		s0 = _mm256_add_epi64(_mm256_add_epi64(s0, _mm256_unpacklo_epi32(a, zero)),
+				      _mm256_unpackhi_epi32(a, zero));
+		s1 = _mm256_add_epi64(_mm256_add_epi64(s1, _mm256_unpacklo_epi32(b, zero)),
+				      _mm256_unpackhi_epi32(b, zero));
+		x0 = fold(x0, k512, _mm256_castsi256_si128(a));
+		x1 = fold(x1, k512, _mm256_extracti128_si256(a, 1));
+		x2 = fold(x2, k512, _mm256_castsi256_si128(b));
+		x3 = fold(x3, k512, _mm256_extracti128_si256(b, 1));
+	}
+	if (dst != NULL)
+		memcpy(dst, p, len);
+	s0 = _mm256_add_epi64(s0, s1);
+	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
+
+	*wide = (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
+	x0 = fold(fold(fold(x0, K128, x1), K128, x2), K128, x3);
+	return fold_finish(x0, p, len);
+}
+
 bool uiw_crc32c_fold256_available(void)
 {
 	return __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2") &&
@@ -300,17 +591,34 @@ bool uiw_crc32c_fold256_available(void)
 {
 	return false;
 }
+
+uint32_t uiw_crc32c_update_fold512(uint32_t state, const void *buf, size_t len)
+{
+	return uiw_crc32c_update_sw(state, buf, len);
+}
+
+uint32_t uiw_crc32c_copy_fold512(uint32_t state, void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+	return uiw_crc32c_update_sw(state, src, len);
+}
+
+bool uiw_crc32c_fold512_available(void)
+{
+	return false;
+}
 #endif
 
 /* The implementation for each length class, chosen once (the CPU does not change). */
-enum crc_impl { IMPL_UNSET, IMPL_SW, IMPL_HW, IMPL_FOLD, IMPL_FOLD_AVX, IMPL_FOLD256 };
+enum crc_impl { IMPL_UNSET, IMPL_SW, IMPL_HW, IMPL_FOLD, IMPL_FOLD_AVX, IMPL_FOLD256, IMPL_FOLD512 };
 static enum crc_impl impl_short, impl_long;
 
 static void __attribute__((noinline)) crc_impl_pick(void)
 {
 	bool hw = uiw_crc32c_hw_available();
 
-	enum crc_impl l = uiw_crc32c_fold256_available()  ? IMPL_FOLD256
+	enum crc_impl l = uiw_crc32c_fold512_available()  ? IMPL_FOLD512
+			  : uiw_crc32c_fold256_available()  ? IMPL_FOLD256
 			  : uiw_crc32c_fold_avx_available() ? IMPL_FOLD_AVX
 			  : uiw_crc32c_fold_available()     ? IMPL_FOLD
 			  : hw				    ? IMPL_HW
@@ -332,6 +640,8 @@ uint32_t uiw_crc32c_update(uint32_t state, const void *buf, size_t len)
 	if (len >= UIW_CRC32C_FOLD_MIN)
 		i = __atomic_load_n(&impl_long, __ATOMIC_RELAXED);
 	switch (i) {
+	case IMPL_FOLD512:
+		return uiw_crc32c_update_fold512(state, buf, len);
 	case IMPL_FOLD256:
 		return uiw_crc32c_update_fold256(state, buf, len);
 	case IMPL_FOLD_AVX:
@@ -347,8 +657,116 @@ uint32_t uiw_crc32c_update(uint32_t state, const void *buf, size_t len)
 
 uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len)
 {
-	if (len >= UIW_CRC32C_FOLD_MIN && uiw_crc32c_fold256_available())
-		return uiw_crc32c_copy_fold256(state, dst, src, len);
+	if (len >= UIW_CRC32C_FOLD_MIN) {
+		if (__builtin_expect(__atomic_load_n(&impl_short, __ATOMIC_ACQUIRE) == IMPL_UNSET, 0))
+			crc_impl_pick();
+		switch (__atomic_load_n(&impl_long, __ATOMIC_RELAXED)) {
+		case IMPL_FOLD512:
+			return uiw_crc32c_copy_fold512(state, dst, src, len);
+		case IMPL_FOLD256:
+			return uiw_crc32c_copy_fold256(state, dst, src, len);
+		default:
+			break;
+		}
+	}
 	memcpy(dst, src, len);
 	return uiw_crc32c_update(state, src, len);
+}
+
+/* The one-pass CRC and checksum, chosen once: 256-bit folding, 128-bit folding with the sum
+ * on AVX2, or none (a CRC update and a sum one after the other). */
+enum sum_impl { SUM_UNSET, SUM_NONE, SUM_FOLD128, SUM_FOLD256, SUM_FOLD512 };
+static enum sum_impl sum_impl;
+
+bool uiw_crc32c_sum_fold128_available(void)
+{
+#if defined(__x86_64__)
+	return __builtin_cpu_supports("avx2") && uiw_crc32c_fold_available();
+#else
+	return false;
+#endif
+}
+
+/* The sum of a run the rounds took @p done octets of, with the tail's words. */
+static uint16_t sum_with_tail(uint64_t wide, const uint8_t *p, size_t done, size_t len)
+{
+	/* The rounds end at an even offset: the tail's words line up with theirs. */
+	return uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) + uiw_raw_sum(p + done, len - done));
+}
+
+/* Neither: the CRC and a sum (with the copy) one after the other. */
+static uint32_t sum_apart(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)
+{
+	*sum = dst != NULL ? uiw_copy_sum(dst, src, len) : uiw_csum_raw(src, len);
+	return uiw_crc32c_update(state, src, len);
+}
+
+uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum)
+{
+#if defined(__x86_64__)
+	uint64_t wide;
+
+	if (len >= 128) {
+		state = fold256_sum(state, dst, src, len, &wide);
+		*sum = sum_with_tail(wide, src, len & ~(size_t)127, len);
+		return state;
+	}
+#endif
+	return sum_apart(state, dst, src, len, sum);
+}
+
+uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum)
+{
+#if defined(__x86_64__)
+	uint64_t wide;
+
+	if (len >= 256) {
+		state = fold512_sum(state, dst, src, len, &wide);
+		*sum = sum_with_tail(wide, src, len & ~(size_t)63, len);
+		return state;
+	}
+#endif
+	return sum_apart(state, dst, src, len, sum);
+}
+
+uint32_t uiw_crc32c_sum_fold128(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum)
+{
+#if defined(__x86_64__)
+	uint64_t wide;
+
+	if (len >= 64) {
+		state = fold128_sum(state, dst, src, len, &wide);
+		*sum = sum_with_tail(wide, src, len & ~(size_t)63, len);
+		return state;
+	}
+#endif
+	return sum_apart(state, dst, src, len, sum);
+}
+
+uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)
+{
+	enum sum_impl i = __atomic_load_n(&sum_impl, __ATOMIC_RELAXED);
+
+	if (len < UIW_CRC32C_FOLD_MIN)
+		return sum_apart(state, dst, src, len, sum);
+	if (__builtin_expect(i == SUM_UNSET, 0)) {
+		i = uiw_crc32c_fold512_available()	     ? SUM_FOLD512
+		    : uiw_crc32c_fold256_available()	     ? SUM_FOLD256
+		    : uiw_crc32c_sum_fold128_available() ? SUM_FOLD128
+							 : SUM_NONE;
+		__atomic_store_n(&sum_impl, i, __ATOMIC_RELAXED);
+	}
+	switch (i) {
+	case SUM_FOLD512:
+		return uiw_crc32c_sum_fold512(state, dst, src, len, sum);
+	case SUM_FOLD256:
+		return uiw_crc32c_sum_fold256(state, dst, src, len, sum);
+	case SUM_FOLD128:
+		return uiw_crc32c_sum_fold128(state, dst, src, len, sum);
+	default:
+		return sum_apart(state, dst, src, len, sum);
+	}
 }

@@ -60,8 +60,45 @@ uint32_t uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, siz
  *  CRC: in one pass where the CPU has VPCLMULQDQ, else a copy and the fastest update. */
 uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len);
 
+/**
+ * Feeds @p len octets at @p src to the CRC and gives their Internet checksum in the same
+ * pass: *@p sum as uiw_csum_raw() gives it (host-order words, folded, the octets taken from
+ * an even offset). With @p dst (not overlapping), copies them there too. What an FPDU
+ * costs where both MPA's CRC and TCP's checksum are software's: each octet loaded once.
+ */
+uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum);
+
+/** uiw_crc32c_sum() by 256-bit folding from 128 octets (shorter runs: apart); call only
+ *  when uiw_crc32c_fold256_available(). */
+uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum);
+
+/** uiw_crc32c_sum() by 512-bit folding from 256 octets (shorter runs: apart); call only
+ *  when uiw_crc32c_fold512_available(). */
+uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum);
+
+/** uiw_crc32c_sum() by 128-bit folding and an AVX2 sum from 64 octets; call only when
+ *  uiw_crc32c_sum_fold128_available(). */
+uint32_t uiw_crc32c_sum_fold128(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum);
+
+/** True when the CPU has PCLMULQDQ, SSE4.2 and AVX2. */
+bool uiw_crc32c_sum_fold128_available(void);
+
 /** True when the CPU has VPCLMULQDQ and AVX2 as well (valgrind hides VPCLMULQDQ). */
 bool uiw_crc32c_fold256_available(void);
+
+/** The same folding on 512-bit registers, 256 octets a round (from 256 octets; shorter
+ *  runs go to uiw_crc32c_update_fold_avx()); call only when uiw_crc32c_fold512_available(). */
+uint32_t uiw_crc32c_update_fold512(uint32_t state, const void *buf, size_t len);
+
+/** uiw_crc32c_update_fold512() that also copies the octets to @p dst in the same pass (not
+ *  overlapping); call only when uiw_crc32c_fold512_available(). */
+uint32_t uiw_crc32c_copy_fold512(uint32_t state, void *dst, const void *src, size_t len);
+
+/** True when the CPU has AVX-512 (F, VL) with VPCLMULQDQ. */
+bool uiw_crc32c_fold512_available(void);
 
 static inline uint32_t uiw_crc32c_final(uint32_t state)
 {

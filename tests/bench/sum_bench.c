@@ -28,8 +28,36 @@ static uint32_t crc_hw(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc3
 static uint32_t crc_fold(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold(s, p, n); }
 static uint32_t crc_fold_avx(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold_avx(s, p, n); }
 static uint32_t crc_fold256(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold256(s, p, n); }
+static uint32_t crc_fold512(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold512(s, p, n); }
 static uint32_t sum_scalar(const uint8_t *p, size_t n, uint32_t s) { return s + uiw_raw_sum(p, n); }
 static uint32_t sum_wide(const uint8_t *p, size_t n, uint32_t s) { return s + uiw_csum_raw(p, n); }
+
+/* Both passes an FPDU takes where the port sums nothing, one after the other and in one
+ * pass; and the same with the copy MPA makes (where TCP copies the FPDU again, summing). */
+static uint8_t dst[65536], seg[65536];
+static uint32_t crc_then_sum(const uint8_t *p, size_t n, uint32_t s)
+{
+	return uiw_crc32c_update(s, p, n) + uiw_csum_raw(p, n);
+}
+static uint32_t crc_sum_one(const uint8_t *p, size_t n, uint32_t s)
+{
+	uint16_t sum;
+
+	return uiw_crc32c_sum(s, NULL, p, n, &sum) + sum;
+}
+static uint32_t copy_crc_copy_sum(const uint8_t *p, size_t n, uint32_t s)
+{
+	s = uiw_crc32c_copy(s, dst, p, n);
+	return s + uiw_copy_sum(seg, dst, n);
+}
+static uint32_t copy_crc_sum_copy(const uint8_t *p, size_t n, uint32_t s)
+{
+	uint16_t sum;
+
+	s = uiw_crc32c_sum(s, dst, p, n, &sum);
+	memcpy(seg, dst, n);
+	return s + sum;
+}
 
 struct pass {
 	const char *name;
@@ -48,8 +76,13 @@ int main(int argc, char **argv)
 		{ "crc32c, PCLMULQDQ folding", crc_fold, uiw_crc32c_fold_available },
 		{ "crc32c, PCLMULQDQ folding, AVX encoding", crc_fold_avx, uiw_crc32c_fold_avx_available },
 		{ "crc32c, VPCLMULQDQ folding", crc_fold256, uiw_crc32c_fold256_available },
+		{ "crc32c, VPCLMULQDQ folding, 512-bit", crc_fold512, uiw_crc32c_fold512_available },
 		{ "checksum, scalar", sum_scalar, always },
 		{ "checksum, wide (AVX2 if present)", sum_wide, always },
+		{ "crc32c, then checksum", crc_then_sum, always },
+		{ "crc32c and checksum, one pass", crc_sum_one, always },
+		{ "copy+crc32c, copy+checksum", copy_crc_copy_sum, always },
+		{ "copy+crc32c+checksum, copy", copy_crc_sum_copy, always },
 	};
 	static const size_t sizes[] = { 256, 1448, 8960, 65536 };
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;

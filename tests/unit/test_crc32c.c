@@ -24,15 +24,16 @@ static uint32_t ref_crc32c(const uint8_t *p, size_t len)
 
 static const crc_fn impls[] = { uiw_crc32c_update_sw, uiw_crc32c_update_hw, uiw_crc32c_update,
 				 uiw_crc32c_update_fold, uiw_crc32c_update_fold256,
-				 uiw_crc32c_update_fold_avx };
-static const char *const impl_names[] = { "sw", "hw", "dispatch", "fold", "fold256", "fold_avx" };
-#define NIMPL 6
+				 uiw_crc32c_update_fold_avx, uiw_crc32c_update_fold512 };
+static const char *const impl_names[] = { "sw", "hw", "dispatch", "fold", "fold256", "fold_avx",
+					  "fold512" };
+#define NIMPL 7
 
 static bool impl_usable(int i)
 {
 	return i == 1 ? uiw_crc32c_hw_available() : i == 3 ? uiw_crc32c_fold_available()
 		: i == 4 ? uiw_crc32c_fold256_available() : i == 5 ? uiw_crc32c_fold_avx_available()
-		: true;
+		: i == 6 ? uiw_crc32c_fold512_available() : true;
 }
 
 static uint32_t run(int i, const void *p, size_t len)
@@ -107,11 +108,12 @@ END_TEST
 /* Each folding path against the table at every length past two of its rounds (the 128-bit
  * fold's four-lane rounds to 1100, the 256-bit fold's eight-block rounds and lane reduction
  * to 2100; then the single-block folds and the tail; the 128-bit fold in AVX encodings as
- * the first) and every alignment within a register, from states that are not the initial
- * one, and over 64 KiB. _i: impls[3 + _i]. */
+ * the first; the 512-bit fold's sixteen-block rounds, its lanes folded at once and its
+ * 64-octet steps, to 2400) and every alignment within a register, from states that are not
+ * the initial one, and over 64 KiB. _i: impls[3 + _i]. */
 START_TEST(fold_matches_table_everywhere)
 {
-	static const size_t max_len[] = { 1100, 2100, 1100 }, align[] = { 16, 32, 16 };
+	static const size_t max_len[] = { 1100, 2100, 1100, 2400 }, align[] = { 16, 32, 16, 64 };
 	static uint8_t buf[65536 + 32];
 	crc_fn f = impls[3 + _i];
 	unsigned seed = 99;
@@ -135,13 +137,14 @@ END_TEST
 /* The CRC taken while copying: the copy is exact (nothing written past its end) and the
  * CRC that of the source, at every length to past two 256-bit rounds and odd alignments of
  * both ends, from a state that is not the initial one. _i: 0 the dispatching copy, 1 the
- * VPCLMULQDQ one (where the CPU has it). */
+ * 256-bit VPCLMULQDQ one, 2 the 512-bit one (each where the CPU has it). */
 START_TEST(crc_while_copying)
 {
 	static uint8_t src[2200 + 32], dst[2200 + 64], want[2200 + 64];
 	unsigned seed = 5;
 
-	if (_i == 1 && !uiw_crc32c_fold256_available())
+	if ((_i == 1 && !uiw_crc32c_fold256_available()) ||
+	    (_i == 2 && !uiw_crc32c_fold512_available()))
 		return;
 	for (size_t k = 0; k < sizeof(src); k++)
 		src[k] = (uint8_t)rand_r(&seed);
@@ -152,13 +155,91 @@ START_TEST(crc_while_copying)
 			memset(dst, 0xa5, sizeof(dst));
 			memset(want, 0xa5, sizeof(want));
 			memcpy(want + 7, src + off, len);
-			got = _i == 0 ? uiw_crc32c_copy(st, dst + 7, src + off, len)
-				      : uiw_crc32c_copy_fold256(st, dst + 7, src + off, len);
+			got = _i == 0   ? uiw_crc32c_copy(st, dst + 7, src + off, len)
+			      : _i == 1 ? uiw_crc32c_copy_fold256(st, dst + 7, src + off, len)
+					: uiw_crc32c_copy_fold512(st, dst + 7, src + off, len);
 			ck_assert_msg(got == uiw_crc32c_update_sw(st, src + off, len),
 				      "crc: off %zu len %zu", off, len);
 			ck_assert_msg(memcmp(dst, want, sizeof(dst)) == 0, "copy: off %zu len %zu",
 				      off, len);
 		}
+}
+END_TEST
+
+/* The Internet checksum straight from RFC 1071: 16-bit words as they lie in memory (host
+ * order), an odd last octet padded with zero, carries folded back in. */
+static uint16_t ref_sum(const uint8_t *p, size_t len)
+{
+	uint64_t s = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		uint16_t w;
+
+		memcpy(&w, p + i, 2);
+		s += w;
+	}
+	if (len & 1) {
+		uint8_t last[2] = { p[len - 1], 0 };
+		uint16_t w;
+
+		memcpy(&w, last, 2);
+		s += w;
+	}
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+/* The CRC and the checksum in one pass (what an FPDU's payload costs where both are
+ * software's): each the source's, at every length to past two 256-bit rounds, at odd
+ * alignments, with and without the copy, which is exact. _i: 0 the dispatching one, 1 the
+ * 128-bit folding, 2 the 256-bit, 3 the 512-bit (each where the CPU has it). */
+START_TEST(crc_and_sum_in_one_pass)
+{
+	static uint8_t src[2200 + 32], dst[2200 + 64], want[2200 + 64];
+	unsigned seed = 11;
+
+	if ((_i == 1 && !uiw_crc32c_sum_fold128_available()) ||
+	    (_i == 2 && !uiw_crc32c_fold256_available()) ||
+	    (_i == 3 && !uiw_crc32c_fold512_available()))
+		return;
+	for (size_t k = 0; k < sizeof(src); k++)
+		src[k] = (uint8_t)rand_r(&seed);
+	for (size_t off = 0; off < 3; off++)
+		for (size_t len = 0; len <= 2200; len++)
+			for (int copy = 0; copy < 2; copy++) {
+				uint32_t st = (uint32_t)rand_r(&seed) * 2654435761u, got;
+				uint8_t *d = copy ? dst + 7 : NULL;
+				uint16_t sum = 0;
+
+				memset(dst, 0xa5, sizeof(dst));
+				memset(want, 0xa5, sizeof(want));
+				if (copy)
+					memcpy(want + 7, src + off, len);
+				got = _i == 0	? uiw_crc32c_sum(st, d, src + off, len, &sum)
+				      : _i == 1 ? uiw_crc32c_sum_fold128(st, d, src + off, len, &sum)
+				      : _i == 2 ? uiw_crc32c_sum_fold256(st, d, src + off, len, &sum)
+						: uiw_crc32c_sum_fold512(st, d, src + off, len, &sum);
+				ck_assert_msg(got == uiw_crc32c_update_sw(st, src + off, len),
+					      "crc: off %zu len %zu copy %d", off, len, copy);
+				ck_assert_msg(sum == ref_sum(src + off, len),
+					      "sum: off %zu len %zu copy %d: %#x, want %#x", off, len,
+					      copy, sum, ref_sum(src + off, len));
+				ck_assert_msg(memcmp(dst, want, sizeof(dst)) == 0,
+					      "copy: off %zu len %zu", off, len);
+			}
+	/* A run long enough for every lane to carry: 64 KiB of 0xff octets. */
+	static uint8_t ones[65536];
+	uint16_t sum = 0;
+
+	memset(ones, 0xff, sizeof(ones));
+	uint32_t got = _i == 0	 ? uiw_crc32c_sum(0, NULL, ones, sizeof(ones), &sum)
+		       : _i == 1 ? uiw_crc32c_sum_fold128(0, NULL, ones, sizeof(ones), &sum)
+		       : _i == 2 ? uiw_crc32c_sum_fold256(0, NULL, ones, sizeof(ones), &sum)
+				 : uiw_crc32c_sum_fold512(0, NULL, ones, sizeof(ones), &sum);
+
+	ck_assert_uint_eq(got, uiw_crc32c_update_sw(0, ones, sizeof(ones)));
+	ck_assert_uint_eq(sum, ref_sum(ones, sizeof(ones)));
 }
 END_TEST
 
@@ -196,10 +277,11 @@ static Suite *crc_suite(void)
 
 	tcase_add_loop_test(tc, rfc3720_vectors, 0, NIMPL);
 	tcase_add_loop_test(tc, mpa_worked_fpdu, 0, NIMPL);
-	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 3);
+	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 4);
 	tcase_add_loop_test(tc, random_lengths_and_alignments_match_reference, 0, 8);
 	tcase_add_test(tc, any_split_gives_same_crc);
-	tcase_add_loop_test(tc, crc_while_copying, 0, 2);
+	tcase_add_loop_test(tc, crc_while_copying, 0, 3);
+	tcase_add_loop_test(tc, crc_and_sum_in_one_pass, 0, 4);
 	tcase_add_test(tc, dispatch_gives_check_value_and_reports_path);
 	suite_add_tcase(s, tc);
 	return s;
