@@ -441,20 +441,21 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	} else if (!c->info.markers_tx &&
 		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
 		   (m = fpdu_mbuf(c, wire)) != NULL) {
-		/* Without Markers, in one mbuf: the pieces side by side, one CRC pass. Where
-		 * TCP sums in software, the copy sums too, and TCP takes that sum. */
+		/* Without Markers, in one mbuf: the pieces side by side, one pass over each
+		 * octet. Where TCP sums in software, that pass sums too (with the CRC, from the
+		 * same loads), and TCP takes that sum, whether it sends the mbuf or copies it
+		 * whole into a segment. */
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), *q = d + 2;
 		uint32_t pad = uiw_mpa_pad((uint32_t)ulen);
-		bool sum = wire > uiw_tcp_tx_copy_max(c->tcp) && uiw_tcp_sums_wanted(c->tcp);
-		/* Where TCP does not want the sum (the NIC sums, or TCP copies the frame and
-		 * sums then), the CRC is taken from what the copy reads, never from the mbuf
-		 * it has just written: where the PMD copies the frame as it takes it, the mbuf
-		 * stays in this core's caches and the CRC goes in the copy's pass; elsewhere
-		 * (virtio-user, a NIC) the other side read the mbuf last, the stores wait for
-		 * its lines, and a read-back waits for the stores. So there the CRC runs over
-		 * the source beside the copy: 64 KiB Writes from virtio-user to vhost-user,
-		 * 8.6 Gb/s with the CRC in the copy's pass, 12.2 over the mbuf after the copy,
-		 * 14.5 over the source (docs/BENCHMARKS.md). */
+		bool sum = uiw_tcp_sums_wanted(c->tcp);
+		/* Where TCP does not want the sum (the NIC sums), the CRC is taken from what the
+		 * copy reads, never from the mbuf it has just written: where the PMD copies the
+		 * frame as it takes it, the mbuf stays in this core's caches and the CRC goes in
+		 * the copy's pass; elsewhere (virtio-user, a NIC) the other side read the mbuf
+		 * last, the stores wait for its lines, and a read-back waits for the stores. So
+		 * there the CRC runs over the source beside the copy: 64 KiB Writes from
+		 * virtio-user to vhost-user, 8.6 Gb/s with the CRC in the copy's pass, 12.2 over
+		 * the mbuf after the copy, 14.5 over the source (docs/BENCHMARKS.md). */
 		bool crc_in_copy = c->info.crc && !sum && uiw_tcp_tx_frames_copied(c->tcp);
 		bool crc_of_src = c->info.crc && !sum && !crc_in_copy;
 		uint32_t s = 0, crc = UIW_CRC32C_INIT;
@@ -462,12 +463,16 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 
 		uiw_mpa_ulpdu_len_set(hdr, (uint16_t)ulen);
 		memcpy(d, hdr, sizeof(hdr));
-		if (crc_in_copy || crc_of_src)
+		if (c->info.crc)
 			crc = uiw_crc32c_update(crc, hdr, sizeof(hdr));
 		for (unsigned i = 0; i < n; i++) {
 			if (sum) {
-				uint16_t part = uiw_copy_sum(q, iov[i].base, iov[i].len);
+				uint16_t part;
 
+				if (c->info.crc)
+					crc = uiw_crc32c_sum(crc, q, iov[i].base, iov[i].len, &part);
+				else
+					part = uiw_copy_sum(q, iov[i].base, iov[i].len);
 				s += ((q - d) & 1) ? rte_bswap16(part) : part;
 			} else if (crc_in_copy) {
 				crc = uiw_crc32c_copy(crc, q, iov[i].base, iov[i].len);
@@ -479,14 +484,13 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 			q += iov[i].len;
 		}
 		memset(q, 0, pad);
-		if (crc_in_copy || crc_of_src)
+		if (c->info.crc)
 			crc = uiw_crc32c_final(uiw_crc32c_update(crc, zeros, pad));
-		else if (c->info.crc)
-			crc = uiw_crc32c(d, (size_t)(q + pad - d));
 		q += pad;
 		uiw_mpa_crc_set(q, c->info.crc ? crc : 0);
 		if (sum) {
-			/* The length field and the CRC: even offsets (the CRC's a multiple of 4). */
+			/* The length field and the CRC: even offsets (the CRC's a multiple of 4);
+			 * the pad's zeros add nothing. */
 			s += uiw_raw_sum(d, 2) + uiw_raw_sum(q, UIW_MPA_CRC_LEN);
 			s = (s & 0xffff) + (s >> 16);
 			s = (s & 0xffff) + (s >> 16);

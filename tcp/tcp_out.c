@@ -155,9 +155,14 @@ static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t
 /* No sum of the payload copied into the segment's first mbuf (sndq_put()). */
 #define PAYLOAD_SUM_NONE UINT32_MAX
 
+/* No sum known of the octets copy_in() copies. */
+#define SUM_UNKNOWN (-1)
+
 /* Copies @p n octets from @p src to @p dst, at octet @p at of the segment's first mbuf;
- * with @p psum (not PAYLOAD_SUM_NONE), sums them in the same pass into it. */
-static void copy_in(char *dst, const char *src, uint32_t n, uint32_t at, uint32_t *psum)
+ * with @p psum (not PAYLOAD_SUM_NONE), adds their sum to it: @p known where that is their
+ * sum already (not SUM_UNKNOWN), else taken in the copy's pass. */
+static void copy_in(char *dst, const char *src, uint32_t n, uint32_t at, uint32_t *psum,
+		    int32_t known)
 {
 	uint16_t part;
 
@@ -165,7 +170,12 @@ static void copy_in(char *dst, const char *src, uint32_t n, uint32_t at, uint32_
 		memcpy(dst, src, n);
 		return;
 	}
-	part = uiw_copy_sum(dst, src, n);
+	if (known != SUM_UNKNOWN) {
+		memcpy(dst, src, n);
+		part = (uint16_t)known;
+	} else {
+		part = uiw_copy_sum(dst, src, n);
+	}
 	/* A piece that starts at an odd octet has its words shifted by one. */
 	*psum += (at & 1) ? rte_bswap16(part) : part;
 }
@@ -186,12 +196,23 @@ static void gather_copy(char *dst, const struct tcp_gathered g, uint32_t off, ui
 		}
 		uint32_t k = u32_min(len[i] - off, n);
 
-		copy_in(dst, src[i] + off, k, at, psum);
+		copy_in(dst, src[i] + off, k, at, psum, SUM_UNKNOWN);
 		dst += k;
 		at += k;
 		n -= k;
 		off = 0;
 	}
+}
+
+/* The sum the layer above took of queued mbuf @p m as it built it (uiw_tcp_mark_summed()),
+ * when octets [@p off, @p off + @p n) are the whole of it; else SUM_UNKNOWN. */
+static int32_t noted_sum(const struct uiw_tcp_conn *c, const struct rte_mbuf *m, uint32_t off,
+			 uint32_t n)
+{
+	if (!(m->ol_flags & c->tcp->summed_flag) || off != 0 || n != m->data_len ||
+	    (m->hash.usr >> 16) != m->data_len)
+		return SUM_UNKNOWN;
+	return (int32_t)(m->hash.usr & 0xffff);
 }
 
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
@@ -234,7 +255,8 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 	 * samples on it). Not in a TSO frame, whose header mbuf would fill. */
 	if (!tso && n <= uiw_tcp_tx_copy_max(c) && RTE_MBUF_DIRECT(t) && rte_pktmbuf_tailroom(t) >= n) {
 		copy_in(rte_pktmbuf_mtod_offset(t, char *, t->data_len),
-			rte_pktmbuf_mtod_offset(m, const char *, off), n, t->data_len, psum);
+			rte_pktmbuf_mtod_offset(m, const char *, off), n, t->data_len, psum,
+			noted_sum(c, m, off, n));
 		t->data_len = (uint16_t)(t->data_len + n);
 		seg->pkt_len += n;
 		return true;
@@ -245,7 +267,8 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 		dst = rte_pktmbuf_append(seg, (uint16_t)n);
 		if (dst == NULL)
 			return false;
-		copy_in(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n, at, psum);
+		copy_in(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n, at, psum,
+			noted_sum(c, m, off, n));
 		return true;
 	}
 	if (seg->nb_segs >= max_segs)

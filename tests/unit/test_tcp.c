@@ -1729,6 +1729,64 @@ START_TEST(payload_summed_as_copied)
 }
 END_TEST
 
+/* True when sent frame @p i has a right TCP checksum (sent() asserts it). */
+static bool sent_sum_right(unsigned i)
+{
+	uint8_t f[2048], tmp[2100];
+	unsigned tcplen;
+
+	ck_assert_uint_ge(frame_bytes(fx_port.sent[i], f, sizeof(f)), 54);
+	tcplen = get16(f + 16) - 20;
+	memcpy(tmp, f + 26, 8);
+	tmp[8] = 0;
+	tmp[9] = 6;
+	put16(tmp + 10, (uint16_t)tcplen);
+	memcpy(tmp + 12, f + 34, tcplen);
+	return ref_cksum(tmp, 12 + tcplen) == 0;
+}
+
+/*
+ * What the layer above summed as it built a record (uiw_tcp_mark_summed(): MPA sums an
+ * FPDU in the pass that copies and CRCs it) is what TCP takes for that record copied whole
+ * into a segment, on a port that copies each frame itself; a record cut by the MSS is
+ * summed afresh. Shown by a sum noted wrong on purpose: the segment holding the first
+ * record whole goes out with a checksum that wrong sum made; the second record's two
+ * pieces, summed afresh, go out right.
+ */
+START_TEST(noted_sum_taken_when_copied_whole)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	char d[1300], got[1300];
+	unsigned ngot = 0;
+	struct rte_mbuf *a, *b;
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (char)(i * 11 + 5);
+	fx_port.port.tx_ext = true;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	a = frame_copy(d, 300);
+	b = frame_copy(d + 300, 1000);
+	uiw_tcp_mark_summed(ev.accepted, a, (uint16_t)(uiw_raw_sum(d, 300) ^ 0x0100));
+	uiw_tcp_mark_summed(ev.accepted, b, (uint16_t)(uiw_raw_sum(d + 300, 1000) ^ 0x0100));
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, a, UIW_TCP_SEND_RECORD), 0);
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, b, UIW_TCP_SEND_RECORD), 0);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	ck_assert_uint_eq(fx_port.nsent, 3);
+	ck_assert(!sent_sum_right(0));
+	ck_assert(sent_sum_right(1));
+	ck_assert(sent_sum_right(2));
+	for (unsigned i = 1; i < 3; i++) {
+		sent(i, &o);
+		memcpy(got + 300 + ngot, o.data, o.len);
+		ngot += o.len;
+	}
+	ck_assert_uint_eq(ngot, 1000);
+	ck_assert_mem_eq(got + 300, d + 300, 1000);
+	fx_port.port.tx_ext = false;
+}
+END_TEST
+
 /* The lent memory of the gathered records below: its count, and how often it fell to 0. */
 static struct rte_mbuf_ext_shared_info gather_lend;
 static unsigned gather_lend_freed;
@@ -2379,6 +2437,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, exit_closes_then_resets_what_is_still_owed, 0, 2);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
+	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
