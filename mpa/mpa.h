@@ -47,6 +47,7 @@
 	X(early_data, "octets after a Request before the Reply (RFC 5044 §7.1.2)")           \
 	X(timeout, "negotiations given up: no Request, Reply, accept, RTR or first FPDU in time") \
 	X(rx_coalesced_octets, "octets of small segments copied into held mbufs (closed connections)") \
+	X(rx_crc_with_sum, "FPDUs whose CRC TCP took in its checksum's pass (closed connections)") \
 	X(pending_refused, "connections reset: the listener's backlog of pending Requests was full") \
 	X(peer_gone, "peer closed or reset during negotiation")                              \
 	X(rtr_tx, "RTRs sent (peer-to-peer)")                                                \

@@ -78,6 +78,7 @@ static void conn_free(struct uiw_mpa_conn *c)
 {
 	uiw_mpa_unpend(c);
 	c->m->c[UIW_MPA_C_rx_coalesced_octets] += c->rx.coalesced;
+	c->m->c[UIW_MPA_C_rx_crc_with_sum] += c->rx.crc_with_sum;
 	TAILQ_REMOVE(&c->m->conns, c, link);
 	if (c->starved) {
 		TAILQ_REMOVE(&c->m->starved, c, starved_link);
@@ -634,6 +635,10 @@ void uiw_mpa_terminate_llp(struct uiw_mpa_conn *c, uint8_t code, const char *why
 void uiw_mpa_start_full(struct uiw_mpa_conn *c)
 {
 	uiw_mpa_deframer_init(&c->rx, c->info.markers_rx, c->info.crc);
+	/* Without Markers an FPDU that fills a segment is contiguous: its CRC can come
+	 * from TCP's checksum pass. */
+	if (c->info.crc && !c->info.markers_rx)
+		c->rx.crc_flag = uiw_tcp_want_rx_crc(c->tcp, true);
 	c->info.mulpdu = uiw_mpa_mulpdu(uiw_tcp_mss(c->tcp), c->info.markers_tx);
 }
 

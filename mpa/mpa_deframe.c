@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tcp.h"
 #include "uiw_crc32c.h"
 
 
@@ -229,10 +230,16 @@ static enum uiw_mpa_rx one_fpdu_flat(struct uiw_mpa_deframer *d, const uint8_t *
 				     bool *done)
 {
 	struct uiw_mpa_ulpdu u;
+	uint32_t crc;
 
-	if (d->crc && uiw_mpa_crc_get(p + wire - UIW_MPA_CRC_LEN) !=
-			      uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, p,
-								 wire - UIW_MPA_CRC_LEN)))
+	/* An FPDU that is its segment's whole payload: TCP may have taken its CRC in the
+	 * checksum's pass. */
+	if (d->crc && d->head_off == 0 && wire == d->head->data_len &&
+	    uiw_tcp_rx_crc(d->crc_flag, d->head, &crc))
+		d->crc_with_sum++;
+	else if (d->crc)
+		crc = uiw_crc32c_update(UIW_CRC32C_INIT, p, wire - UIW_MPA_CRC_LEN);
+	if (d->crc && uiw_mpa_crc_get(p + wire - UIW_MPA_CRC_LEN) != uiw_crc32c_final(crc))
 		return UIW_MPA_RX_CRC;   /* RFC 5044 §4.1: nothing of it is handed on */
 	d->pieces[0].base = (void *)(uintptr_t)(p + UIW_MPA_FPDU_HDR_LEN);
 	d->pieces[0].len = ulen;

@@ -56,12 +56,15 @@ struct uiw_mpa_deframer {
 	uint32_t avail;                 /* octets held and not consumed */
 	uint32_t pos;                   /* stream position of the next FPDU */
 	bool markers, crc;
+	uint64_t crc_flag;              /* marks a segment whose CRC TCP took with its sum
+					 * (uiw_tcp_rx_crc()); 0: none */
 	enum uiw_mpa_rx error;          /* sticky once set */
 	uint8_t *scratch;               /* a ULPDU in more than UIW_MPA_VIEW_PIECES pieces, copied
 					 * for its callback only */
 	struct uiw_mpa_iov pieces[UIW_MPA_VIEW_PIECES];
 	uint64_t fpdus, joined;
 	uint64_t coalesced;             /* octets of small segments copied into the held tail */
+	uint64_t crc_with_sum;          /* FPDUs whose CRC came with TCP's sum (crc_flag) */
 	unsigned nheld;                 /* mbufs held */
 	bool waiting;                   /* the callback asked to wait (UIW_MPA_RX_WAIT) */
 };

@@ -205,6 +205,29 @@ bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c);
 void uiw_tcp_mark_summed(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint16_t sum);
 
 /**
+ * Asks that each payload of @p c that arrives in one mbuf and whose checksum is software's
+ * come with the CRC32c of all of it but its last four octets, taken in the same pass as
+ * the sum (uiw_crc32c_sum()): the CRC of an FPDU that fills a segment, as MPA checks it
+ * (without Markers). uiw_tcp_rx_crc() gives it. @return the mbuf flag that marks such a
+ * payload (the same for every connection; 0 when none is ever marked).
+ */
+uint64_t uiw_tcp_want_rx_crc(struct uiw_tcp_conn *c, bool on);
+
+/**
+ * The CRC32c state (not finalised, from UIW_CRC32C_INIT) of @p m's octets but its last
+ * four, when TCP took it with the checksum (@p flag: uiw_tcp_want_rx_crc()'s) and @p m
+ * still holds exactly the payload it was taken over: not cut, grown or joined since.
+ */
+static inline bool uiw_tcp_rx_crc(uint64_t flag, const struct rte_mbuf *m, uint32_t *crc)
+{
+	if (!(m->ol_flags & flag) ||
+	    m->hash.fdir.hi != ((uint32_t)m->data_off << 16 | m->data_len))
+		return false;
+	*crc = m->hash.fdir.lo;
+	return true;
+}
+
+/**
  * Queues @p m (consumed, unless refused with UIW_TCP_SEND_KEEP) for sending. Data goes out
  * from the next poll pass.
  * @return 0, -ENOBUFS when the send buffer lacks room (uiw_tcp_send_space()),

@@ -74,6 +74,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	static const struct rte_mbuf_dynflag record_flag = { .name = "uiw_tcp_record" };
 	static const struct rte_mbuf_dynflag summed_flag = { .name = "uiw_tcp_summed" };
 	static const struct rte_mbuf_dynflag gather_flag = { .name = "uiw_tcp_gather" };
+	static const struct rte_mbuf_dynflag crc_flag = { .name = "uiw_tcp_rx_crc" };
 	int bit;
 
 	if (t == NULL)
@@ -124,6 +125,8 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->summed_flag = bit >= 0 ? 1ull << bit : 0;
 	bit = rte_mbuf_dynflag_register(&gather_flag);
 	t->gather_flag = bit >= 0 ? 1ull << bit : 0;
+	bit = rte_mbuf_dynflag_register(&crc_flag);
+	t->crc_flag = bit >= 0 ? 1ull << bit : 0;
 	net->tcp_input = uiw_tcp_input;
 	net->tcp_ctx = t;
 	*out = t;
@@ -507,6 +510,13 @@ void uiw_tcp_mark_summed(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint1
 	 * is summed afresh (uiw_inet_sum_mbuf_noted()). */
 	m->hash.usr = (uint32_t)m->data_len << 16 | sum;
 	m->ol_flags |= c->tcp->summed_flag;
+}
+
+uint64_t uiw_tcp_want_rx_crc(struct uiw_tcp_conn *c, bool on)
+{
+	/* Noted by seg_sum_right() (tcp_in.c) over the payload where payload_from() leaves it. */
+	c->rx_crc = on && c->tcp->crc_flag != 0;
+	return c->tcp->crc_flag;
 }
 
 int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)

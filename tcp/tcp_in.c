@@ -7,6 +7,7 @@
 #include <rte_random.h>
 
 #include "tcp_internal.h"
+#include "uiw_crc32c.h"
 
 typedef void (*seg_fn)(struct uiw_tcp_conn *c, struct tcp_seg *s);
 
@@ -46,18 +47,14 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 	s->saddr = uiw_ipv4_src(ih);
 	s->daddr = uiw_ipv4_dst(ih);
 	/* RFC 9293 §3.1: the checksum covers the pseudo-header. A PMD that verified it (GOOD),
-	 * or that vouches for data whose field it did not fill (NONE), spares the sum. */
+	 * or that vouches for data whose field it did not fill (NONE), spares the sum; else
+	 * it is taken once the connection is known (seg_sum_right()), before anything of the
+	 * segment is acted on. */
 	if (ck == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		return UIW_TCP_C_drop_cksum;
-	if (ck != RTE_MBUF_F_RX_L4_CKSUM_GOOD && ck != RTE_MBUF_F_RX_L4_CKSUM_NONE) {
-		uint32_t sum = uiw_tcp_phdr_sum(s->saddr, s->daddr, (uint16_t)total) +
-			       uiw_inet_sum_mbuf(m, off, total);
-
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
-		if (sum != 0xffff)
-			return UIW_TCP_C_drop_cksum;
-	}
+	s->sum_owed = ck != RTE_MBUF_F_RX_L4_CKSUM_GOOD && ck != RTE_MBUF_F_RX_L4_CKSUM_NONE;
+	s->sum_off = off;
+	s->crc_noted = false;
 	s->m = m;
 	s->sport = uiw_tcp_sport(th);
 	s->dport = uiw_tcp_dport(th);
@@ -75,6 +72,45 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 			   (s->flags & UIW_TCP_SYN) != 0, &s->opt) != 0)
 		return UIW_TCP_C_drop_opt;
 	return UIW_NET_ACCEPT;
+}
+
+/* A payload this long or longer has its CRC taken with its sum where the connection asks
+ * (uiw_tcp_want_rx_crc()): from here the CRC folds. */
+#define RX_CRC_MIN (UIW_CRC32C_FOLD_MIN + 4)
+
+/*
+ * The checksum of @p s (tcp_parse() left it owed). Where @p c asks for payloads' CRCs and
+ * the payload lies in one mbuf, the CRC of all of it but its last four octets is taken in
+ * the same pass and noted on the mbuf with where the payload will lie once TCP has cut the
+ * headers off (payload_from()), for uiw_tcp_rx_crc(): the checksum's and the CRC's passes
+ * over a received FPDU become one.
+ */
+static bool seg_sum_right(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
+			  struct tcp_seg *s)
+{
+	struct rte_mbuf *m = s->m;
+	uint32_t total = s->len + (s->off - s->sum_off);
+	uint32_t sum = uiw_tcp_phdr_sum(s->saddr, s->daddr, (uint16_t)total);
+
+	if (c != NULL && c->rx_crc && s->len >= RX_CRC_MIN && m->nb_segs == 1) {
+		const uint8_t *th = rte_pktmbuf_mtod_offset(m, const uint8_t *, s->sum_off);
+		uint32_t hlen = s->off - s->sum_off, body = s->len - 4;
+		uint16_t part, last = uiw_raw_sum(th + hlen + body, 4);
+		uint32_t crc = uiw_crc32c_sum(UIW_CRC32C_INIT, NULL, th + hlen, body, &part);
+
+		/* The header's length is a multiple of four: the payload's words line up. */
+		sum += uiw_inet_sum_of_raw(uiw_raw_sum(th, hlen) + part +
+					   ((body & 1) ? rte_bswap16(last) : last));
+		m->hash.fdir.lo = crc;
+		m->hash.fdir.hi = (uint32_t)(m->data_off + s->off) << 16 | s->len;
+		m->ol_flags |= t->crc_flag;
+		s->crc_noted = true;
+	} else {
+		sum += uiw_inet_sum_mbuf(m, s->sum_off, total);
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
 }
 
 /* MSS, window scale, SACK and timestamps as both SYNs agreed (RFC 7323 §2.2, §3.2;
@@ -244,13 +280,19 @@ static struct uiw_tcp_conn *no_conn(struct uiw_tcp *t, struct tcp_seg *s)
 	return NULL;
 }
 
-/* Payload of the frame as its own mbuf, from sequence @p from (consumes s->m). */
-static struct rte_mbuf *payload_from(struct tcp_seg *s, uint32_t from)
+/* Payload of the frame as its own mbuf, from sequence @p from (consumes s->m). A CRC mark
+ * not made for this segment (seg_sum_right()) is taken off whatever mbuf the payload begins
+ * in: on a ring pair the frame is an mbuf the other side used. */
+static struct rte_mbuf *payload_from(const struct uiw_tcp_conn *c, struct tcp_seg *s,
+				     uint32_t from)
 {
 	struct rte_mbuf *m = s->m;
 
 	s->m = NULL;
-	return uiw_mbuf_cut_front(m, s->off + (from - s->seq));
+	m = uiw_mbuf_cut_front(m, s->off + (from - s->seq));
+	if (!s->crc_noted)
+		m->ol_flags &= ~c->tcp->crc_flag;
+	return m;
 }
 
 static void deliver(struct uiw_tcp_conn *c, struct rte_mbuf *m)
@@ -651,7 +693,7 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	if (len == 0 || seq_le(seq + len, c->rcv_nxt))
 		return true;
 	if (seq_gt(seq, c->rcv_nxt)) {
-		m = payload_from(s, seq);
+		m = payload_from(c, s, seq);
 		uiw_mbuf_trim_to(m, len);
 		c->st.ooo_segs++;
 		tcp_count(c->tcp, UIW_TCP_C_ooo_segs);
@@ -669,7 +711,7 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		ack_policy(c, true);
 		return true;
 	}
-	m = payload_from(s, c->rcv_nxt);
+	m = payload_from(c, s, c->rcv_nxt);
 	uiw_mbuf_trim_to(m, seq + len - c->rcv_nxt);
 	had_ooo = c->nooo > 0;
 	deliver(c, m);
@@ -775,6 +817,11 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		return;
 	}
 	c = uiw_tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
+	if (s.sum_owed && !seg_sum_right(t, c, &s)) {
+		t->counters[UIW_TCP_C_drop_cksum]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (c == NULL && rss_stray(t, &s))
 		return;
 	if (c == NULL)

@@ -68,6 +68,9 @@ struct tcp_seg {
 	uint32_t off;             /* payload offset in m */
 	uint16_t wnd;             /* unscaled */
 	uint8_t flags;
+	bool sum_owed;            /* the checksum is software's: not verified yet (seg_sum_right()) */
+	uint32_t sum_off;         /* the TCP header's offset in m */
+	bool crc_noted;           /* seg_sum_right() noted the payload's CRC on m */
 	struct tcp_opts opt;
 };
 
@@ -168,6 +171,8 @@ struct uiw_tcp_conn {
 	uint8_t nsack_recent;
 	bool dsack_pending;                /* the next ACK reports dsack first (RFC 2883) */
 	bool records;                      /* data was queued as records (MPA's FPDUs) */
+	bool rx_crc;                       /* payloads' CRCs wanted with their sums
+					    * (uiw_tcp_want_rx_crc()) */
 	bool sack_owed;                    /* a record went without the SACK blocks: a pure ACK
 	                                    * carries them at the end of the pass */
 	bool syn_held;                     /* our SYN (or SYN-ACK) waits for room in the port */
@@ -235,6 +240,8 @@ struct uiw_tcp {
 					    * their count (uiw_tcp_mark_summed(); 0: none) */
 	uint64_t gather_flag;              /* mbuf dynflag: a gathered record, hash.usr holds
 					    * its edges' lengths (uiw_tcp_gather(); 0: none) */
+	uint64_t crc_flag;                 /* mbuf dynflag: a received payload's CRC taken with
+					    * its sum (uiw_tcp_rx_crc(); 0: none) */
 	bool pool_empty;                   /* an mbuf was not found this pass: no more tries */
 	bool rss_stray_said;               /* rss_stray() (tcp_in.c) has logged its warning */
 	unsigned rx_mbufs;                 /* receive holds of all connections */

@@ -310,6 +310,15 @@ START_TEST(negotiation_matrix)
 	ck_assert_msg(ini.err == 0 && rsp.err == 0, "%s / %s", ini.reason, rsp.reason);
 	ck_assert_uint_eq(uiw_mpa_conn_count(pair_a.st.mpa) + uiw_mpa_conn_count(pair_b.st.mpa), 0);
 	ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_crc_err) + ctr(&pair_b, UIW_MPA_C_crc_err), 0);
+	/* The MULPDU-long FPDUs each filled a segment: with CRCs and no Markers, their CRCs
+	 * came from TCP's checksum pass (the ring sums nothing), and were right. */
+	uint64_t with_sum = ctr(&pair_a, UIW_MPA_C_rx_crc_with_sum) +
+			    ctr(&pair_b, UIW_MPA_C_rx_crc_with_sum);
+
+	if (crc && !markers)
+		ck_assert_uint_ge(with_sum, 2);
+	else
+		ck_assert_uint_eq(with_sum, 0);
 }
 END_TEST
 
@@ -1066,13 +1075,22 @@ START_TEST(pending_requests_capped)
 }
 END_TEST
 
-/* In full operation, a bad CRC and a Marker off its FPDU are Terminated (RFC 5044 §8). */
+/* pair_run_until(): side B holds no MPA connection (each freed, its counts added). */
+static bool mpa_idle(void *arg)
+{
+	(void)arg;
+	return uiw_mpa_conn_count(pair_b.st.mpa) == 0;
+}
+
+/* In full operation, a bad CRC and a Marker off its FPDU are Terminated (RFC 5044 §8).
+ * _i: 0 a bad CRC, 1 a Marker, 2 a bad CRC on an FPDU of 600 octets that fills its
+ * segment, whose CRC TCP takes in its checksum's pass (its checksum right). */
 START_TEST(stream_errors_terminated)
 {
-	uint8_t req[64], fpdu[64];
+	uint8_t req[64], fpdu[700];
 	struct uiw_mpa_params lp;
-	uint8_t ulpdu[18] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
-	struct uiw_mpa_iov in = { ulpdu, sizeof(ulpdu) }, out = { fpdu, sizeof(fpdu) };
+	uint8_t ulpdu[600] = { 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
+	struct uiw_mpa_iov in = { ulpdu, _i == 2 ? 600 : 18 }, out = { fpdu, sizeof(fpdu) };
 	bool markers = _i == 1;
 	uint32_t n;
 
@@ -1102,6 +1120,8 @@ START_TEST(stream_errors_terminated)
 	ck_assert(pair_run_until(raw_is, &rsp.closed, 2000));
 	ck_assert_int_eq(rsp.err, -EPROTO);
 	ck_assert_uint_eq(ctr(&pair_b, markers ? UIW_MPA_C_marker_err : UIW_MPA_C_crc_err), 1);
+	ck_assert(pair_run_until(mpa_idle, NULL, 2000));
+	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_rx_crc_with_sum), _i == 2);
 }
 END_TEST
 
@@ -1261,7 +1281,7 @@ int main(void)
 	tcase_add_loop_test(tc, bad_replies_terminated, 0, 4);
 	tcase_add_loop_test(tc, timeouts, 0, 5);
 	tcase_add_test(tc, pending_requests_capped);
-	tcase_add_loop_test(tc, stream_errors_terminated, 0, 2);
+	tcase_add_loop_test(tc, stream_errors_terminated, 0, 3);
 	tcase_add_test(tc, wrong_rtr_terminated);
 	tcase_add_test(tc, pd_512_with_raised_cap);
 	tcase_add_loop_test(tc, extension_used_only_when_both_announce, 0, 4);
