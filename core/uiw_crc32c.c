@@ -494,6 +494,12 @@ fold256_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 			   p, len);
 }
 
+/* load32() for code without VPCLMULQDQ in its target (else it is called, not inlined). */
+__attribute__((target("avx2,pclmul,sse4.2"))) static inline __m256i loadu256(const uint8_t *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
 /* The same with 128-bit folding (PCLMULQDQ) where the CPU has no VPCLMULQDQ, the sum on
  * AVX2: 64 octets a round, two 256-bit loads whose halves feed the four lanes. */
 __attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
@@ -501,7 +507,7 @@ fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 {
 	const __m128i k512 = _mm_set_epi64x((long long)FOLD512_HI, (long long)FOLD512_LO);
 	const __m256i zero = _mm256_setzero_si256();
-	__m256i a = load32(p), b = load32(p + 32);
+	__m256i a = loadu256(p), b = loadu256(p + 32);
 	__m256i s0 = _mm256_add_epi64(_mm256_unpacklo_epi32(a, zero), _mm256_unpackhi_epi32(a, zero));
 	__m256i s1 = _mm256_add_epi64(_mm256_unpacklo_epi32(b, zero), _mm256_unpackhi_epi32(b, zero));
 	__m128i x0 = _mm_xor_si128(_mm256_castsi256_si128(a), _mm_cvtsi32_si128((int)state));
@@ -514,8 +520,8 @@ fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 		dst += 64;
 	}
 	for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
-		a = load32(p);
-		b = load32(p + 32);
+		a = loadu256(p);
+		b = loadu256(p + 32);
 		if (dst != NULL) {
 			_mm256_storeu_si256((__m256i *)(void *)dst, a);
 			_mm256_storeu_si256((__m256i *)(void *)(dst + 32), b);

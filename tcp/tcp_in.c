@@ -80,33 +80,41 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 
 /*
  * The checksum of @p s (tcp_parse() left it owed). Where @p c asks for payloads' CRCs and
- * the payload lies in one mbuf, the CRC of all of it but its last four octets is taken in
- * the same pass and noted on the mbuf with where the payload will lie once TCP has cut the
- * headers off (payload_from()), for uiw_tcp_rx_crc(): the checksum's and the CRC's passes
- * over a received FPDU become one.
+ * the payload lies in one mbuf of the frame (the frame itself, or the last of a chain
+ * whose first holds the headers), the CRC of all of it but its last four octets is taken
+ * in the same pass and noted on that mbuf with where the payload will lie once TCP has cut
+ * the headers off (payload_from()), for uiw_tcp_rx_crc(): the checksum's and the CRC's
+ * passes over a received FPDU become one.
  */
 static bool seg_sum_right(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
 			  struct tcp_seg *s)
 {
-	struct rte_mbuf *m = s->m;
-	uint32_t total = s->len + (s->off - s->sum_off);
-	uint32_t sum = uiw_tcp_phdr_sum(s->saddr, s->daddr, (uint16_t)total);
+	struct rte_mbuf *m = s->m, *seg = m;
+	uint32_t hlen = s->off - s->sum_off, at = s->off;
+	uint32_t sum = uiw_tcp_phdr_sum(s->saddr, s->daddr, (uint16_t)(hlen + s->len));
 
-	if (c != NULL && c->rx_crc && s->len >= RX_CRC_MIN && m->nb_segs == 1) {
-		const uint8_t *th = rte_pktmbuf_mtod_offset(m, const uint8_t *, s->sum_off);
-		uint32_t hlen = s->off - s->sum_off, body = s->len - 4;
-		uint16_t part, last = uiw_raw_sum(th + hlen + body, 4);
-		uint32_t crc = uiw_crc32c_sum(UIW_CRC32C_INIT, NULL, th + hlen, body, &part);
+	if (c != NULL && c->rx_crc && s->len >= RX_CRC_MIN) {
+		while (seg != NULL && at >= seg->data_len) {
+			at -= seg->data_len;
+			seg = seg->next;
+		}
+	}
+	if (c != NULL && c->rx_crc && s->len >= RX_CRC_MIN && seg != NULL &&
+	    at + s->len <= seg->data_len) {
+		const uint8_t *p = rte_pktmbuf_mtod_offset(seg, const uint8_t *, at);
+		uint32_t body = s->len - 4;
+		uint16_t part, last = uiw_raw_sum(p + body, 4);
+		uint32_t crc = uiw_crc32c_sum(UIW_CRC32C_INIT, NULL, p, body, &part);
 
 		/* The header's length is a multiple of four: the payload's words line up. */
-		sum += uiw_inet_sum_of_raw(uiw_raw_sum(th, hlen) + part +
-					   ((body & 1) ? rte_bswap16(last) : last));
-		m->hash.fdir.lo = crc;
-		m->hash.fdir.hi = (uint32_t)(m->data_off + s->off) << 16 | s->len;
-		m->ol_flags |= t->crc_flag;
+		sum += uiw_inet_sum_mbuf(m, s->sum_off, hlen) +
+		       uiw_inet_sum_of_raw((uint32_t)part + ((body & 1) ? rte_bswap16(last) : last));
+		seg->hash.fdir.lo = crc;
+		seg->hash.fdir.hi = (uint32_t)(seg->data_off + at) << 16 | s->len;
+		seg->ol_flags |= t->crc_flag;
 		s->crc_noted = true;
 	} else {
-		sum += uiw_inet_sum_mbuf(m, s->sum_off, total);
+		sum += uiw_inet_sum_mbuf(m, s->sum_off, hlen + s->len);
 	}
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);

@@ -45,6 +45,16 @@ static uint32_t crc_sum_one(const uint8_t *p, size_t n, uint32_t s)
 
 	return uiw_crc32c_sum(s, NULL, p, n, &sum) + sum;
 }
+static uint32_t crc128_then_sum(const uint8_t *p, size_t n, uint32_t s)
+{
+	return uiw_crc32c_update_fold_avx(s, p, n) + uiw_csum_raw(p, n);
+}
+static uint32_t crc128_sum_one(const uint8_t *p, size_t n, uint32_t s)
+{
+	uint16_t sum;
+
+	return uiw_crc32c_sum_fold128(s, NULL, p, n, &sum) + sum;
+}
 static uint32_t copy_crc_copy_sum(const uint8_t *p, size_t n, uint32_t s)
 {
 	s = uiw_crc32c_copy(s, dst, p, n);
@@ -81,6 +91,8 @@ int main(int argc, char **argv)
 		{ "checksum, wide (AVX2 if present)", sum_wide, always },
 		{ "crc32c, then checksum", crc_then_sum, always },
 		{ "crc32c and checksum, one pass", crc_sum_one, always },
+		{ "128-bit fold, then checksum", crc128_then_sum, uiw_crc32c_sum_fold128_available },
+		{ "128-bit fold and checksum, one pass", crc128_sum_one, uiw_crc32c_sum_fold128_available },
 		{ "copy+crc32c, copy+checksum", copy_crc_copy_sum, always },
 		{ "copy+crc32c+checksum, copy", copy_crc_sum_copy, always },
 	};
