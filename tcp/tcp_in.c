@@ -106,9 +106,12 @@ static bool seg_sum_right(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
 		uint16_t part, last = uiw_raw_sum(p + body, 4);
 		uint32_t crc = uiw_crc32c_sum(UIW_CRC32C_INIT, NULL, p, body, &part);
 
-		/* The header's length is a multiple of four: the payload's words line up. */
-		sum += uiw_inet_sum_mbuf(m, s->sum_off, hlen) +
-		       uiw_inet_sum_of_raw((uint32_t)part + ((body & 1) ? rte_bswap16(last) : last));
+		/* The header lies whole in the first mbuf (tcp_parse()), and its length is a
+		 * multiple of four: the payload's words line up with its. */
+		const void *th = rte_pktmbuf_mtod_offset(m, const void *, s->sum_off);
+
+		sum += uiw_inet_sum_of_raw(uiw_raw_sum(th, hlen) + part +
+					   ((body & 1) ? rte_bswap16(last) : last));
 		seg->hash.fdir.lo = crc;
 		seg->hash.fdir.hi = (uint32_t)(seg->data_off + at) << 16 | s->len;
 		seg->ol_flags |= t->crc_flag;
