@@ -201,17 +201,34 @@ store128(uint8_t *p, __m256i a, __m256i b, __m256i c, __m256i d)
 	return p + 128;
 }
 
-/* The 256-bit loop; with @p dst, each 128 octets are stored there as they are read (the
- * copy MPA makes of a payload, in the CRC's pass). */
+/* Adds each 32-bit word of @p x to @p acc's 64-bit lanes (a lane gains less than 2^32 a
+ * call, as in uiw_csum.c's rounds): the Internet checksum's part of a one-pass run. */
+__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline __m256i
+widen_add(__m256i acc, __m256i x)
+{
+	const __m256i zero = _mm256_setzero_si256();
+
+	return _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_unpacklo_epi32(x, zero)),
+				_mm256_unpackhi_epi32(x, zero));
+}
+
+/* The 256-bit loop, @p len >= 128; with @p dst, each 128 octets are stored there as they
+ * are read (the copy MPA makes of a payload, in the CRC's pass); with @p wide, the unfolded
+ * sum of the 32-bit words of the octets the rounds take goes there (the checksum's pass). */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
-fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
+fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
 	const __m256i k1024 = _mm256_set_epi64x((long long)FOLD1024_HI, (long long)FOLD1024_LO,
 						(long long)FOLD1024_HI, (long long)FOLD1024_LO);
 	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
 					       (long long)FOLD256_HI, (long long)FOLD256_LO);
 	__m256i y0 = load32(p), y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
+	__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
 
+	if (wide != NULL) {
+		s0 = widen_add(widen_add(s0, y0), y2);
+		s1 = widen_add(widen_add(s1, y1), y3);
+	}
 	if (dst != NULL)
 		dst = store128(dst, y0, y1, y2, y3);
 	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
@@ -220,6 +237,10 @@ fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
 
 		if (dst != NULL)
 			dst = store128(dst, n0, n1, n2, n3);
+		if (wide != NULL) {
+			s0 = widen_add(widen_add(s0, n0), n2);
+			s1 = widen_add(widen_add(s1, n1), n3);
+		}
 		y0 = fold256(y0, k1024, n0);
 		y1 = fold256(y1, k1024, n1);
 		y2 = fold256(y2, k1024, n2);
@@ -227,6 +248,12 @@ fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
 	}
 	if (dst != NULL)
 		memcpy(dst, p, len);
+	if (wide != NULL) {
+		s0 = _mm256_add_epi64(s0, s1);
+		__m128i t = _mm_add_epi64(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
+
+		*wide = (uint64_t)_mm_cvtsi128_si64(t) + (uint64_t)_mm_extract_epi64(t, 1);
+	}
 	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
 	return fold_finish(fold(_mm256_castsi256_si128(y0), K128, _mm256_extracti128_si256(y0, 1)),
 			   p, len);
@@ -237,7 +264,7 @@ uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
 {
 	if (len < 256)
 		return uiw_crc32c_update_fold_avx(state, buf, len);
-	return fold256_run(state, NULL, buf, len);
+	return fold256_run(state, NULL, buf, len, NULL);
 }
 
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) uint32_t
@@ -247,7 +274,7 @@ uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, size_t len)
 		memcpy(dst, src, len);
 		return uiw_crc32c_update_fold_avx(state, src, len);
 	}
-	return fold256_run(state, dst, src, len);
+	return fold256_run(state, dst, src, len, NULL);
 }
 
 /*
@@ -287,64 +314,7 @@ __attribute__((target(T512))) static inline void store64(uint8_t *p, __m512i x)
 	_mm512_storeu_si512((void *)p, x);
 }
 
-/* @p len >= 256; with @p dst, each octet read is stored there too. */
-__attribute__((target(T512), always_inline)) static inline uint32_t
-fold512_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len)
-{
-	const __m512i k2048 = k512_of(FOLD2048_LO, FOLD2048_HI);
-	const __m512i k512 = k512_of(FOLD512_LO, FOLD512_HI);
-	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
-					       (long long)FOLD256_HI, (long long)FOLD256_LO);
-	__m512i z0 = load64(p), z1 = load64(p + 64), z2 = load64(p + 128), z3 = load64(p + 192);
-
-	if (dst != NULL) {
-		store64(dst, z0);
-		store64(dst + 64, z1);
-		store64(dst + 128, z2);
-		store64(dst + 192, z3);
-		dst += 256;
-	}
-	z0 = _mm512_xor_si512(z0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
-	for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
-		__m512i n0 = load64(p), n1 = load64(p + 64), n2 = load64(p + 128), n3 = load64(p + 192);
-
-		if (dst != NULL) {
-			store64(dst, n0);
-			store64(dst + 64, n1);
-			store64(dst + 128, n2);
-			store64(dst + 192, n3);
-			dst += 256;
-		}
-		z0 = fold512(z0, k2048, n0);
-		z1 = fold512(z1, k2048, n1);
-		z2 = fold512(z2, k2048, n2);
-		z3 = fold512(z3, k2048, n3);
-	}
-	const __m512i k1536 = k512_of(FOLD1536_LO, FOLD1536_HI);
-	const __m512i k1024 = k512_of(FOLD1024_LO, FOLD1024_HI);
-	__m512i a = fold512(z0, k1536, _mm512_setzero_si512());
-	__m512i b = fold512(z1, k1024, _mm512_setzero_si512());
-
-	z3 = _mm512_ternarylogic_epi64(a, b, fold512(z2, k512, z3), 0x96);
-	for (; len >= 64; p += 64, len -= 64) {
-		__m512i n = load64(p);
-
-		if (dst != NULL) {
-			store64(dst, n);
-			dst += 64;
-		}
-		z3 = fold512(z3, k512, n);
-	}
-	if (dst != NULL)
-		memcpy(dst, p, len);
-	__m256i y = fold256(_mm512_castsi512_si256(z3), k256, _mm512_extracti64x4_epi64(z3, 1));
-
-	return fold_finish(fold(_mm256_castsi256_si128(y), K128, _mm256_extracti128_si256(y, 1)),
-			   p, len);
-}
-
-/* fold512_run() with the sum of the rounds' 32-bit words in 64-bit lanes (*@p wide), as
- * fold256_sum() gathers it; the 64-octet steps are rounds too. @p len >= 256. */
+/* The Internet checksum's part, as widen_add(). */
 __attribute__((target(T512), always_inline)) static inline __m512i
 widen_add512(__m512i acc, __m512i x)
 {
@@ -354,17 +324,22 @@ widen_add512(__m512i acc, __m512i x)
 				_mm512_unpackhi_epi32(x, zero));
 }
 
-__attribute__((target(T512))) static uint32_t
-fold512_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+/* @p len >= 256; @p dst and @p wide as for fold256_run() (the 64-octet steps are rounds
+ * of the sum too). */
+__attribute__((target(T512), always_inline)) static inline uint32_t
+fold512_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
 	const __m512i k2048 = k512_of(FOLD2048_LO, FOLD2048_HI);
 	const __m512i k512 = k512_of(FOLD512_LO, FOLD512_HI);
 	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
 					       (long long)FOLD256_HI, (long long)FOLD256_LO);
 	__m512i z0 = load64(p), z1 = load64(p + 64), z2 = load64(p + 128), z3 = load64(p + 192);
-	__m512i s0 = widen_add512(widen_add512(_mm512_setzero_si512(), z0), z2);
-	__m512i s1 = widen_add512(widen_add512(_mm512_setzero_si512(), z1), z3);
+	__m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
 
+	if (wide != NULL) {
+		s0 = widen_add512(widen_add512(s0, z0), z2);
+		s1 = widen_add512(widen_add512(s1, z1), z3);
+	}
 	if (dst != NULL) {
 		store64(dst, z0);
 		store64(dst + 64, z1);
@@ -383,8 +358,10 @@ fold512_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 			store64(dst + 192, n3);
 			dst += 256;
 		}
-		s0 = widen_add512(widen_add512(s0, n0), n2);
-		s1 = widen_add512(widen_add512(s1, n1), n3);
+		if (wide != NULL) {
+			s0 = widen_add512(widen_add512(s0, n0), n2);
+			s1 = widen_add512(widen_add512(s1, n1), n3);
+		}
 		z0 = fold512(z0, k2048, n0);
 		z1 = fold512(z1, k2048, n1);
 		z2 = fold512(z2, k2048, n2);
@@ -403,12 +380,14 @@ fold512_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 			store64(dst, n);
 			dst += 64;
 		}
-		s0 = widen_add512(s0, n);
+		if (wide != NULL)
+			s0 = widen_add512(s0, n);
 		z3 = fold512(z3, k512, n);
 	}
 	if (dst != NULL)
 		memcpy(dst, p, len);
-	*wide = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1));
+	if (wide != NULL)
+		*wide = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1));
 	__m256i y = fold256(_mm512_castsi512_si256(z3), k256, _mm512_extracti64x4_epi64(z3, 1));
 
 	return fold_finish(fold(_mm256_castsi256_si128(y), K128, _mm256_extracti128_si256(y, 1)),
@@ -420,7 +399,7 @@ uiw_crc32c_update_fold512(uint32_t state, const void *buf, size_t len)
 {
 	if (len < 256)
 		return uiw_crc32c_update_fold_avx(state, buf, len);
-	return fold512_run(state, NULL, buf, len);
+	return fold512_run(state, NULL, buf, len, NULL);
 }
 
 __attribute__((target(T512))) uint32_t
@@ -430,7 +409,7 @@ uiw_crc32c_copy_fold512(uint32_t state, void *dst, const void *src, size_t len)
 		memcpy(dst, src, len);
 		return uiw_crc32c_update_fold_avx(state, src, len);
 	}
-	return fold512_run(state, dst, src, len);
+	return fold512_run(state, dst, src, len, NULL);
 }
 
 bool uiw_crc32c_fold512_available(void)
@@ -439,59 +418,19 @@ bool uiw_crc32c_fold512_available(void)
 	       uiw_crc32c_fold256_available();
 }
 
-/*
- * The CRC and the Internet checksum of the same octets in one pass (optionally a copy as
- * well): each load feeds both. The sum widens each 32-bit word into a 64-bit lane, as
- * uiw_csum.c's rounds do (a lane gains less than 2^32 a round). *@p wide gets the unfolded
- * sum of the words of the octets the rounds took; the caller sums the tail (*@p left
- * octets at *@p rest, an even offset from the start) and folds. 256-bit folding, 128
- * octets a round; @p len >= 128.
- */
-__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline __m256i
-widen_add(__m256i acc, __m256i x)
-{
-	const __m256i zero = _mm256_setzero_si256();
-
-	return _mm256_add_epi64(_mm256_add_epi64(acc, _mm256_unpacklo_epi32(x, zero)),
-				_mm256_unpackhi_epi32(x, zero));
-}
-
+/* The one-pass CRC and checksum (uiw_crc32c_sum()): the runs above with the Internet
+ * checksum of the rounds' octets, its unfolded sum of 32-bit words in *@p wide; the caller
+ * sums the tail the rounds left and folds. */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static uint32_t
 fold256_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
-	const __m256i k1024 = _mm256_set_epi64x((long long)FOLD1024_HI, (long long)FOLD1024_LO,
-						(long long)FOLD1024_HI, (long long)FOLD1024_LO);
-	const __m256i k256 = _mm256_set_epi64x((long long)FOLD256_HI, (long long)FOLD256_LO,
-					       (long long)FOLD256_HI, (long long)FOLD256_LO);
-	__m256i y0 = load32(p), y1 = load32(p + 32), y2 = load32(p + 64), y3 = load32(p + 96);
-	__m256i s0 = widen_add(_mm256_setzero_si256(), y0), s1 = widen_add(_mm256_setzero_si256(), y1);
+	return fold256_run(state, dst, p, len, wide);
+}
 
-	s0 = widen_add(s0, y2);
-	s1 = widen_add(s1, y3);
-	if (dst != NULL)
-		dst = store128(dst, y0, y1, y2, y3);
-	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)state)));
-	for (p += 128, len -= 128; len >= 128; p += 128, len -= 128) {
-		__m256i n0 = load32(p), n1 = load32(p + 32), n2 = load32(p + 64), n3 = load32(p + 96);
-
-		if (dst != NULL)
-			dst = store128(dst, n0, n1, n2, n3);
-		s0 = widen_add(widen_add(s0, n0), n2);
-		s1 = widen_add(widen_add(s1, n1), n3);
-		y0 = fold256(y0, k1024, n0);
-		y1 = fold256(y1, k1024, n1);
-		y2 = fold256(y2, k1024, n2);
-		y3 = fold256(y3, k1024, n3);
-	}
-	if (dst != NULL)
-		memcpy(dst, p, len);
-	s0 = _mm256_add_epi64(s0, s1);
-	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
-
-	*wide = (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
-	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
-	return fold_finish(fold(_mm256_castsi256_si128(y0), K128, _mm256_extracti128_si256(y0, 1)),
-			   p, len);
+__attribute__((target(T512))) static uint32_t
+fold512_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+{
+	return fold512_run(state, dst, p, len, wide);
 }
 
 /* load32() for code without VPCLMULQDQ in its target (else it is called, not inlined). */
@@ -693,13 +632,6 @@ bool uiw_crc32c_sum_fold128_available(void)
 #endif
 }
 
-/* The sum of a run the rounds took @p done octets of, with the tail's words. */
-static uint16_t sum_with_tail(uint64_t wide, const uint8_t *p, size_t done, size_t len)
-{
-	/* The rounds end at an even offset: the tail's words line up with theirs. */
-	return uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) + uiw_raw_sum(p + done, len - done));
-}
-
 /* Neither: the CRC and a sum (with the copy) one after the other. */
 static uint32_t sum_apart(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)
 {
@@ -707,49 +639,48 @@ static uint32_t sum_apart(uint32_t state, void *dst, const void *src, size_t len
 	return uiw_crc32c_update(state, src, len);
 }
 
-uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size_t len,
-				uint16_t *sum)
+typedef uint32_t (*fold_sum_fn)(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len,
+				uint64_t *wide);
+
+/* A one-pass run @p f (NULL: none here) for @p len >= @p min, whose rounds take a multiple
+ * of @p step octets, then the tail's words; shorter runs apart. */
+static uint32_t sum_by(fold_sum_fn f, size_t min, size_t step, uint32_t state, void *dst,
+		       const void *src, size_t len, uint16_t *sum)
 {
-#if defined(__x86_64__)
+	const uint8_t *p = src;
+	size_t done = len & ~(step - 1);
 	uint64_t wide;
 
-	if (len >= 128) {
-		state = fold256_sum(state, dst, src, len, &wide);
-		*sum = sum_with_tail(wide, src, len & ~(size_t)127, len);
-		return state;
-	}
-#endif
-	return sum_apart(state, dst, src, len, sum);
+	if (f == NULL || len < min)
+		return sum_apart(state, dst, src, len, sum);
+	state = f(state, dst, p, len, &wide);
+	/* The rounds end at an even offset: the tail's words line up with theirs. */
+	*sum = uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) + uiw_raw_sum(p + done, len - done));
+	return state;
 }
+
+#if defined(__x86_64__)
+#define FOLD_SUM(f) (f)
+#else
+#define FOLD_SUM(f) NULL
+#endif
 
 uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
 {
-#if defined(__x86_64__)
-	uint64_t wide;
+	return sum_by(FOLD_SUM(fold512_sum), 256, 64, state, dst, src, len, sum);
+}
 
-	if (len >= 256) {
-		state = fold512_sum(state, dst, src, len, &wide);
-		*sum = sum_with_tail(wide, src, len & ~(size_t)63, len);
-		return state;
-	}
-#endif
-	return sum_apart(state, dst, src, len, sum);
+uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size_t len,
+				uint16_t *sum)
+{
+	return sum_by(FOLD_SUM(fold256_sum), 128, 128, state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum_fold128(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
 {
-#if defined(__x86_64__)
-	uint64_t wide;
-
-	if (len >= 64) {
-		state = fold128_sum(state, dst, src, len, &wide);
-		*sum = sum_with_tail(wide, src, len & ~(size_t)63, len);
-		return state;
-	}
-#endif
-	return sum_apart(state, dst, src, len, sum);
+	return sum_by(FOLD_SUM(fold128_sum), 64, 64, state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)

@@ -92,15 +92,13 @@ static bool seg_sum_right(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
 	struct rte_mbuf *m = s->m, *seg = m;
 	uint32_t hlen = s->off - s->sum_off, at = s->off;
 	uint32_t sum = uiw_tcp_phdr_sum(s->saddr, s->daddr, (uint16_t)(hlen + s->len));
+	bool want_crc = c != NULL && c->rx_crc && s->len >= RX_CRC_MIN;
 
-	if (c != NULL && c->rx_crc && s->len >= RX_CRC_MIN) {
-		while (seg != NULL && at >= seg->data_len) {
-			at -= seg->data_len;
-			seg = seg->next;
-		}
+	while (want_crc && seg != NULL && at >= seg->data_len) {
+		at -= seg->data_len;
+		seg = seg->next;
 	}
-	if (c != NULL && c->rx_crc && s->len >= RX_CRC_MIN && seg != NULL &&
-	    at + s->len <= seg->data_len) {
+	if (want_crc && seg != NULL && at + s->len <= seg->data_len) {
 		const uint8_t *p = rte_pktmbuf_mtod_offset(seg, const uint8_t *, at);
 		uint32_t body = s->len - 4;
 		uint16_t part, last = uiw_raw_sum(p + body, 4);

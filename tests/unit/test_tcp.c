@@ -190,10 +190,27 @@ struct out {
 	uint8_t data[2048];
 };
 
+/* True when sent frame @p i has a right TCP checksum (pseudo-header and all), by the
+ * reference code. */
+static bool sent_sum_right(unsigned i)
+{
+	uint8_t f[2048], tmp[2100];
+	unsigned tcplen;
+
+	ck_assert_uint_ge(frame_bytes(fx_port.sent[i], f, sizeof(f)), 54);
+	tcplen = get16(f + 16) - 20;
+	memcpy(tmp, f + 26, 8);
+	tmp[8] = 0;
+	tmp[9] = 6;
+	put16(tmp + 10, (uint16_t)tcplen);
+	memcpy(tmp + 12, f + 34, tcplen);
+	return ref_cksum(tmp, 12 + tcplen) == 0;
+}
+
 /* Parses sent frame @p i, checking its IPv4 and TCP checksums by the reference code. */
 static void sent(unsigned i, struct out *o)
 {
-	uint8_t f[2048], tmp[2100];
+	uint8_t f[2048];
 	size_t len;
 	unsigned hlen, tcplen;
 
@@ -205,12 +222,7 @@ static void sent(unsigned i, struct out *o)
 	ck_assert_uint_eq(ref_cksum(f + 14, 20), 0);
 	ck_assert_mem_eq(f, MAC_PEER, 6);
 	tcplen = get16(f + 16) - 20;
-	memcpy(tmp, f + 26, 8);
-	tmp[8] = 0;
-	tmp[9] = 6;
-	put16(tmp + 10, (uint16_t)tcplen);
-	memcpy(tmp + 12, f + 34, tcplen);
-	ck_assert_uint_eq(ref_cksum(tmp, 12 + tcplen), 0);
+	ck_assert(sent_sum_right(i));
 	hlen = (f[46] >> 4) * 4u;
 	o->seq = get32(f + 38);
 	o->ack = get32(f + 42);
@@ -1728,22 +1740,6 @@ START_TEST(payload_summed_as_copied)
 	fx_port.port.tx_ext = false;
 }
 END_TEST
-
-/* True when sent frame @p i has a right TCP checksum (sent() asserts it). */
-static bool sent_sum_right(unsigned i)
-{
-	uint8_t f[2048], tmp[2100];
-	unsigned tcplen;
-
-	ck_assert_uint_ge(frame_bytes(fx_port.sent[i], f, sizeof(f)), 54);
-	tcplen = get16(f + 16) - 20;
-	memcpy(tmp, f + 26, 8);
-	tmp[8] = 0;
-	tmp[9] = 6;
-	put16(tmp + 10, (uint16_t)tcplen);
-	memcpy(tmp + 12, f + 34, tcplen);
-	return ref_cksum(tmp, 12 + tcplen) == 0;
-}
 
 /*
  * What the layer above summed as it built a record (uiw_tcp_mark_summed(): MPA sums an
