@@ -78,6 +78,14 @@ pair() {
 	srv "$sock" timeout -k 5 60 "${srv[@]}" >"$tmp/$name.s" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	# A server whose side channel is kernel TCP ($wait_port): its client connects once,
+	# so it starts once the server listens, which comes after the port is up.
+	if [ -n "${wait_port:-}" ]; then
+		for _ in $(seq 100); do
+			${srv_ns:+ip netns exec $srv_ns} ss -Hltn "sport = :$wait_port" | grep -q . && break
+			sleep 0.1
+		done
+	fi
 	# Still running after 50 s: what each uiwarp process holds, for the failure report.
 	( sleep 50; for p in $("$stat_tool" 2>/dev/null); do "$stat_tool" "$p"; done >"$tmp/$name.stat" 2>&1 ) &
 	local diag=$!
@@ -194,7 +202,7 @@ ip netns add "$ns_s" && ip netns add "$ns_c" &&
 srv_ns=$ns_s cli_ns=$ns_c
 
 # ibv_rc_pingpong exchanges QP numbers over TCP and moves its QPs to RTR by hand.
-pair pp 0 ibv_rc_pingpong -g 0 -- ibv_rc_pingpong -g 0 10.73.0.1
+wait_port=18515 pair pp 0 ibv_rc_pingpong -g 0 -- ibv_rc_pingpong -g 0 10.73.0.1
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $src -ne 0 ] && [ $src -ne 124 ] &&
 	cat "$tmp/pp.s" "$tmp/pp.c" | grep -q "an iWARP QP is connected by rdma_cm"; then
 	echo "ok: ibv_rc_pingpong fails at once: $(cat "$tmp/pp.s" "$tmp/pp.c" | grep -o 'ibv_modify_qp: qp [0-9]* to RTR' | head -1) refused"
