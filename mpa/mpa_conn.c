@@ -22,6 +22,11 @@ const struct uiw_counter_desc uiw_mpa_counter_desc[UIW_MPA_C__COUNT] = {
 
 /* Segments of one FPDU mbuf chain at most (65535 + Markers in 2 KiB mbufs, with room). */
 #define FPDU_SEGS_MAX 40
+/* An FPDU of up to this many octets is built by fill_short(): below the fold's least run
+ * (UIW_CRC32C_FOLD_MIN) the CRC and the sum are taken apart from the copy either way. */
+#define FPDU_SHORT UIW_CRC32C_FOLD_MIN
+/* The most octets of an FPDU's leading pieces fill_flat() gathers before the copy. */
+#define FPDU_LEAD_MAX 64
 
 static const struct uiw_tcp_ops mpa_tcp_ops;
 static const struct uiw_tcp_ops mpa_listen_ops;
@@ -422,6 +427,106 @@ static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 	return m;
 }
 
+/*
+ * A short FPDU (an 8-octet Write's is 28 octets) into @p d: its pieces side by side, then
+ * the CRC and, where TCP wants it, the sum over the whole, one call each. Taken piece by
+ * piece with the header and the pad apart (fill_flat()), they cost some 300 instructions
+ * for such an FPDU; its octets are in the cache either way.
+ */
+static void fill_short(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
+		       const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen)
+{
+	uint8_t *q = d + UIW_MPA_FPDU_HDR_LEN;
+	uint32_t pad = uiw_mpa_pad(ulen), crc = 0;
+
+	uiw_mpa_ulpdu_len_set(d, (uint16_t)ulen);
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(q, iov[i].base, iov[i].len);
+		q += iov[i].len;
+	}
+	memset(q, 0, pad);
+	q += pad;
+	if (c->info.crc)
+		crc = uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, d, (size_t)(q - d)));
+	uiw_mpa_crc_set(q, crc);
+	if (uiw_tcp_sums_wanted(c->tcp))
+		uiw_tcp_mark_summed(c->tcp, m, uiw_raw_sum(d, (size_t)(q - d) + UIW_MPA_CRC_LEN));
+}
+
+/*
+ * Without Markers, in one mbuf @p m from @p d: the pieces side by side, one pass over each
+ * octet. Where TCP sums in software, that pass sums too (with the CRC, from the same
+ * loads), and TCP takes that sum, whether it sends the mbuf or copies it whole into a
+ * segment.
+ */
+static void fill_flat(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
+		      const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen)
+{
+	uint8_t *q;
+	uint32_t pad = uiw_mpa_pad(ulen);
+	bool sum = uiw_tcp_sums_wanted(c->tcp);
+	/* Where TCP does not want the sum (the NIC sums), the CRC is taken from what the
+	 * copy reads, never from the mbuf it has just written: where the PMD copies the
+	 * frame as it takes it, the mbuf stays in this core's caches and the CRC goes in
+	 * the copy's pass; elsewhere (virtio-user, a NIC) the other side read the mbuf
+	 * last, the stores wait for its lines, and a read-back waits for the stores. So
+	 * there the CRC runs over the source beside the copy: 64 KiB Writes from
+	 * virtio-user to vhost-user, 8.6 Gb/s with the CRC in the copy's pass, 12.2 over
+	 * the mbuf after the copy, 14.5 over the source (docs/BENCHMARKS.md). */
+	bool crc_in_copy = c->info.crc && !sum && uiw_tcp_tx_frames_copied(c->tcp);
+	bool crc_of_src = c->info.crc && !sum && !crc_in_copy;
+	uint32_t s = 0, crc = UIW_CRC32C_INIT;
+	uint8_t lead[FPDU_LEAD_MAX];
+	size_t nl = UIW_MPA_FPDU_HDR_LEN;
+	unsigned i = 0;
+
+	/* The MPA length and the short pieces that lead (the DDP and RDMAP headers): gathered
+	 * on the stack, taken by one CRC update and one sum, then copied out. Piece by piece
+	 * (below) a 14-octet header cost some 130 instructions, the length field another
+	 * 30; read back from the mbuf they would wait for its lines (above). */
+	uiw_mpa_ulpdu_len_set(lead, (uint16_t)ulen);
+	for (; i < n && nl + iov[i].len <= sizeof(lead); i++) {
+		memcpy(lead + nl, iov[i].base, iov[i].len);
+		nl += iov[i].len;
+	}
+	memcpy(d, lead, nl);
+	q = d + nl;
+	if (c->info.crc)
+		crc = uiw_crc32c_update(crc, lead, nl);
+	if (sum)
+		s = uiw_raw_sum(lead, nl);
+	for (; i < n; i++) {
+		if (sum) {
+			uint16_t part;
+
+			if (c->info.crc)
+				crc = uiw_crc32c_sum(crc, q, iov[i].base, iov[i].len, &part);
+			else
+				part = uiw_copy_sum(q, iov[i].base, iov[i].len);
+			s += ((q - d) & 1) ? rte_bswap16(part) : part;
+		} else if (crc_in_copy) {
+			crc = uiw_crc32c_copy(crc, q, iov[i].base, iov[i].len);
+		} else {
+			memcpy(q, iov[i].base, iov[i].len);
+			if (crc_of_src)
+				crc = uiw_crc32c_update(crc, iov[i].base, iov[i].len);
+		}
+		q += iov[i].len;
+	}
+	memset(q, 0, pad);
+	if (c->info.crc)
+		crc = uiw_crc32c_final(uiw_crc32c_update(crc, zeros, pad));
+	q += pad;
+	uiw_mpa_crc_set(q, c->info.crc ? crc : 0);
+	if (sum) {
+		/* The CRC: an even offset (a multiple of 4); the pad's zeros add nothing. */
+		s += uiw_raw_sum(q, UIW_MPA_CRC_LEN);
+		s = (s & 0xffff) + (s >> 16);
+		s = (s & 0xffff) + (s >> 16);
+		uiw_tcp_mark_summed(c->tcp, m, (uint16_t)s);
+	}
+}
+
 int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
 		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend, bool hold)
 {
@@ -442,61 +547,12 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	} else if (!c->info.markers_tx &&
 		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
 		   (m = fpdu_mbuf(c, wire)) != NULL) {
-		/* Without Markers, in one mbuf: the pieces side by side, one pass over each
-		 * octet. Where TCP sums in software, that pass sums too (with the CRC, from the
-		 * same loads), and TCP takes that sum, whether it sends the mbuf or copies it
-		 * whole into a segment. */
-		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), *q = d + 2;
-		uint32_t pad = uiw_mpa_pad((uint32_t)ulen);
-		bool sum = uiw_tcp_sums_wanted(c->tcp);
-		/* Where TCP does not want the sum (the NIC sums), the CRC is taken from what the
-		 * copy reads, never from the mbuf it has just written: where the PMD copies the
-		 * frame as it takes it, the mbuf stays in this core's caches and the CRC goes in
-		 * the copy's pass; elsewhere (virtio-user, a NIC) the other side read the mbuf
-		 * last, the stores wait for its lines, and a read-back waits for the stores. So
-		 * there the CRC runs over the source beside the copy: 64 KiB Writes from
-		 * virtio-user to vhost-user, 8.6 Gb/s with the CRC in the copy's pass, 12.2 over
-		 * the mbuf after the copy, 14.5 over the source (docs/BENCHMARKS.md). */
-		bool crc_in_copy = c->info.crc && !sum && uiw_tcp_tx_frames_copied(c->tcp);
-		bool crc_of_src = c->info.crc && !sum && !crc_in_copy;
-		uint32_t s = 0, crc = UIW_CRC32C_INIT;
-		uint8_t hdr[UIW_MPA_FPDU_HDR_LEN];
+		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire);
 
-		uiw_mpa_ulpdu_len_set(hdr, (uint16_t)ulen);
-		memcpy(d, hdr, sizeof(hdr));
-		if (c->info.crc)
-			crc = uiw_crc32c_update(crc, hdr, sizeof(hdr));
-		for (unsigned i = 0; i < n; i++) {
-			if (sum) {
-				uint16_t part;
-
-				if (c->info.crc)
-					crc = uiw_crc32c_sum(crc, q, iov[i].base, iov[i].len, &part);
-				else
-					part = uiw_copy_sum(q, iov[i].base, iov[i].len);
-				s += ((q - d) & 1) ? rte_bswap16(part) : part;
-			} else if (crc_in_copy) {
-				crc = uiw_crc32c_copy(crc, q, iov[i].base, iov[i].len);
-			} else {
-				memcpy(q, iov[i].base, iov[i].len);
-				if (crc_of_src)
-					crc = uiw_crc32c_update(crc, iov[i].base, iov[i].len);
-			}
-			q += iov[i].len;
-		}
-		memset(q, 0, pad);
-		if (c->info.crc)
-			crc = uiw_crc32c_final(uiw_crc32c_update(crc, zeros, pad));
-		q += pad;
-		uiw_mpa_crc_set(q, c->info.crc ? crc : 0);
-		if (sum) {
-			/* The length field and the CRC: even offsets (the CRC's a multiple of 4);
-			 * the pad's zeros add nothing. */
-			s += uiw_raw_sum(d, 2) + uiw_raw_sum(q, UIW_MPA_CRC_LEN);
-			s = (s & 0xffff) + (s >> 16);
-			s = (s & 0xffff) + (s >> 16);
-			uiw_tcp_mark_summed(c->tcp, m, (uint16_t)s);
-		}
+		if (wire <= FPDU_SHORT)
+			fill_short(c, m, d, iov, n, (uint32_t)ulen);
+		else
+			fill_flat(c, m, d, iov, n, (uint32_t)ulen);
 	} else {
 		m = alloc_chain(c->m->pool, wire, out, &nout);
 		if (m != NULL)
