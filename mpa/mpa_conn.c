@@ -428,18 +428,19 @@ static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 }
 
 /*
- * A short FPDU (an 8-octet Write's is 28 octets) into @p d: its pieces side by side, then
- * the CRC and, where TCP wants it, the sum over the whole, one call each. Taken piece by
- * piece with the header and the pad apart (fill_flat()), they cost some 300 instructions
- * for such an FPDU; its octets are in the cache either way.
+ * A short FPDU (an 8-octet Write's is 28 octets) into @p d: its pieces side by side on the
+ * stack, the CRC and, where TCP wants it, the sum over the whole, one call each, then one
+ * copy out. Taken piece by piece with the header and the pad apart (fill_flat()), they cost
+ * some 300 instructions for such an FPDU. Not read back from the mbuf, whose lines the
+ * other side may hold (fill_flat()).
  */
 static void fill_short(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
-		       const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen)
+		       const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen, uint32_t wire)
 {
-	uint8_t *q = d + UIW_MPA_FPDU_HDR_LEN;
+	uint8_t f[FPDU_SHORT], *q = f + UIW_MPA_FPDU_HDR_LEN;
 	uint32_t pad = uiw_mpa_pad(ulen), crc = 0;
 
-	uiw_mpa_ulpdu_len_set(d, (uint16_t)ulen);
+	uiw_mpa_ulpdu_len_set(f, (uint16_t)ulen);
 	for (unsigned i = 0; i < n; i++) {
 		memcpy(q, iov[i].base, iov[i].len);
 		q += iov[i].len;
@@ -447,10 +448,11 @@ static void fill_short(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
 	memset(q, 0, pad);
 	q += pad;
 	if (c->info.crc)
-		crc = uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, d, (size_t)(q - d)));
+		crc = uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, f, (size_t)(q - f)));
 	uiw_mpa_crc_set(q, crc);
+	memcpy(d, f, wire);
 	if (uiw_tcp_sums_wanted(c->tcp))
-		uiw_tcp_mark_summed(c->tcp, m, uiw_raw_sum(d, (size_t)(q - d) + UIW_MPA_CRC_LEN));
+		uiw_tcp_mark_summed(c->tcp, m, uiw_raw_sum(f, wire));
 }
 
 /*
@@ -550,7 +552,7 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire);
 
 		if (wire <= FPDU_SHORT)
-			fill_short(c, m, d, iov, n, (uint32_t)ulen);
+			fill_short(c, m, d, iov, n, (uint32_t)ulen, wire);
 		else
 			fill_flat(c, m, d, iov, n, (uint32_t)ulen);
 	} else {
