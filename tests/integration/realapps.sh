@@ -67,6 +67,21 @@ cli() {
 		UIWARP_CONFIG="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.73.0.2/24; lcores=0; $common" "$@"
 }
 
+# wait_listener PORT: until a uiwarp process of this test listens on PORT (uiwarp-stat's
+# "listen PORT" line), 10 s at most. The client's connect is tried once: one made after
+# the server's port is up but before its rdma_listen() was refused (a TCP RST, and rping's
+# client gave up at once while its server waited out its timeout under CI's load).
+wait_listener() {
+	local p
+	for _ in $(seq 100); do
+		for p in $("$stat_tool" 2>/dev/null); do
+			"$stat_tool" "$p" 2>/dev/null | grep -q "^listen $1 " && return 0
+		done
+		sleep 0.1
+	done
+	echo "note: nothing listens on $1 after 10 s"
+}
+
 # pair NAME SERVER_RC(0|any) SERVER... -- CLIENT...: the server (in the background) and the
 # client over memif; the client's exit status and output are left in $rc and $tmp/NAME.c,
 # the server's in $src and $tmp/NAME.s (SERVER_RC any: it is stopped after the client).
@@ -86,6 +101,7 @@ pair() {
 			sleep 0.1
 		done
 	fi
+	[ -n "${wait_listen:-}" ] && wait_listener "$wait_listen"
 	# Still running after 50 s: what each uiwarp process holds, for the failure report.
 	( sleep 50; for p in $("$stat_tool" 2>/dev/null); do "$stat_tool" "$p"; done >"$tmp/$name.stat" 2>&1 ) &
 	local diag=$!
@@ -104,7 +120,7 @@ pair() {
 }
 
 # The server captures its traffic (key pcap), which tshark's dissectors must find clean.
-srv_extra="pcap=$tmp/rs.pcap" pair rdma_server 0 rdma_server -p 7471 -- rdma_client -s 10.73.0.1 -p 7471
+srv_extra="pcap=$tmp/rs.pcap" wait_listen=7471 pair rdma_server 0 rdma_server -p 7471 -- rdma_client -s 10.73.0.1 -p 7471
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_client: end 0" "$tmp/rdma_server.c" &&
 	grep -q "rdma_server: end 0" "$tmp/rdma_server.s"; then
 	echo "ok: rdma_server and rdma_client: end 0 at both ends"
@@ -118,7 +134,7 @@ else
 	bad "the server's capture: $out"
 fi
 
-pair rdma_xserver 0 rdma_xserver -p 7472 -- rdma_xclient -s 10.73.0.1 -p 7472
+wait_listen=7472 pair rdma_xserver 0 rdma_xserver -p 7472 -- rdma_xclient -s 10.73.0.1 -p 7472
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "rdma_xclient: end 0" "$tmp/rdma_xserver.c"; then
 	echo "ok: rdma_xserver and rdma_xclient: end 0 at both ends"
 else
@@ -133,6 +149,7 @@ sock="$tmp/stat.sock"
 srv "$sock" timeout -k 5 150 rping -s -a 10.73.0.1 -C 5000 >"$tmp/stat.s" 2>&1 &
 spid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+wait_listener 7174   # rping's port
 cli "$sock" timeout -k 5 150 rping -c -a 10.73.0.1 -C 5000 -V >"$tmp/stat.c" 2>&1 &
 cpid=$!
 for _ in $(seq 100); do
