@@ -22,11 +22,10 @@ const struct uiw_counter_desc uiw_mpa_counter_desc[UIW_MPA_C__COUNT] = {
 
 /* Segments of one FPDU mbuf chain at most (65535 + Markers in 2 KiB mbufs, with room). */
 #define FPDU_SEGS_MAX 40
-/* An FPDU of up to this many octets is built by fill_short(): below the fold's least run
- * (UIW_CRC32C_FOLD_MIN) the CRC and the sum are taken apart from the copy either way. */
-#define FPDU_SHORT UIW_CRC32C_FOLD_MIN
-/* The most octets of an FPDU's leading pieces fill_flat() gathers before the copy. */
-#define FPDU_LEAD_MAX 64
+/* The most octets of an FPDU's leading pieces fill_flat() gathers on the stack: pieces
+ * below the fold's least run (UIW_CRC32C_FOLD_MIN) have their CRC and sum taken apart
+ * from the copy either way. */
+#define FPDU_LEAD_MAX UIW_CRC32C_FOLD_MIN
 
 static const struct uiw_tcp_ops mpa_tcp_ops;
 static const struct uiw_tcp_ops mpa_listen_ops;
@@ -428,34 +427,6 @@ static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 }
 
 /*
- * A short FPDU (an 8-octet Write's is 28 octets) into @p d: its pieces side by side on the
- * stack, the CRC and, where TCP wants it, the sum over the whole, one call each, then one
- * copy out. Taken piece by piece with the header and the pad apart (fill_flat()), they cost
- * some 300 instructions for such an FPDU. Not read back from the mbuf, whose lines the
- * other side may hold (fill_flat()).
- */
-static void fill_short(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
-		       const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen, uint32_t wire)
-{
-	uint8_t f[FPDU_SHORT], *q = f + UIW_MPA_FPDU_HDR_LEN;
-	uint32_t pad = uiw_mpa_pad(ulen), crc = 0;
-
-	uiw_mpa_ulpdu_len_set(f, (uint16_t)ulen);
-	for (unsigned i = 0; i < n; i++) {
-		memcpy(q, iov[i].base, iov[i].len);
-		q += iov[i].len;
-	}
-	memset(q, 0, pad);
-	q += pad;
-	if (c->info.crc)
-		crc = uiw_crc32c_final(uiw_crc32c_update(UIW_CRC32C_INIT, f, (size_t)(q - f)));
-	uiw_mpa_crc_set(q, crc);
-	memcpy(d, f, wire);
-	if (uiw_tcp_sums_wanted(c->tcp))
-		uiw_tcp_mark_summed(c->tcp, m, uiw_raw_sum(f, wire));
-}
-
-/*
  * Without Markers, in one mbuf @p m from @p d: the pieces side by side, one pass over each
  * octet. Where TCP sums in software, that pass sums too (with the CRC, from the same
  * loads), and TCP takes that sum, whether it sends the mbuf or copies it whole into a
@@ -482,14 +453,20 @@ static void fill_flat(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
 	size_t nl = UIW_MPA_FPDU_HDR_LEN;
 	unsigned i = 0;
 
-	/* The MPA length and the short pieces that lead (the DDP and RDMAP headers): gathered
-	 * on the stack, taken by one CRC update and one sum, then copied out. Piece by piece
-	 * (below) a 14-octet header cost some 130 instructions, the length field another
-	 * 30; read back from the mbuf they would wait for its lines (above). */
+	/* The MPA length and the short pieces that lead (the DDP and RDMAP headers; all of a
+	 * short FPDU, an 8-octet Write's is 28 octets, with its pad): gathered on the stack,
+	 * taken by one CRC update and one sum, then copied out. Piece by piece (below) a
+	 * 14-octet header cost some 130 instructions, the length field and the pad some 30
+	 * each; read back from the mbuf they would wait for its lines (above). */
 	uiw_mpa_ulpdu_len_set(lead, (uint16_t)ulen);
-	for (; i < n && nl + iov[i].len <= sizeof(lead); i++) {
+	for (; i < n && nl + iov[i].len + 3 <= sizeof(lead); i++) {   /* 3: the pad at most */
 		memcpy(lead + nl, iov[i].base, iov[i].len);
 		nl += iov[i].len;
+	}
+	if (i == n) {
+		memset(lead + nl, 0, pad);
+		nl += pad;
+		pad = 0;
 	}
 	memcpy(d, lead, nl);
 	q = d + nl;
@@ -515,11 +492,13 @@ static void fill_flat(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
 		}
 		q += iov[i].len;
 	}
-	memset(q, 0, pad);
-	if (c->info.crc)
-		crc = uiw_crc32c_final(uiw_crc32c_update(crc, zeros, pad));
-	q += pad;
-	uiw_mpa_crc_set(q, c->info.crc ? crc : 0);
+	if (pad > 0) {
+		memset(q, 0, pad);
+		if (c->info.crc)
+			crc = uiw_crc32c_update(crc, zeros, pad);
+		q += pad;
+	}
+	uiw_mpa_crc_set(q, c->info.crc ? uiw_crc32c_final(crc) : 0);
 	if (sum) {
 		/* The CRC: an even offset (a multiple of 4); the pad's zeros add nothing. */
 		s += uiw_raw_sum(q, UIW_MPA_CRC_LEN);
@@ -549,12 +528,8 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	} else if (!c->info.markers_tx &&
 		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
 		   (m = fpdu_mbuf(c, wire)) != NULL) {
-		uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire);
-
-		if (wire <= FPDU_SHORT)
-			fill_short(c, m, d, iov, n, (uint32_t)ulen, wire);
-		else
-			fill_flat(c, m, d, iov, n, (uint32_t)ulen);
+		fill_flat(c, m, (uint8_t *)rte_pktmbuf_append(m, (uint16_t)wire), iov, n,
+			  (uint32_t)ulen);
 	} else {
 		m = alloc_chain(c->m->pool, wire, out, &nout);
 		if (m != NULL)
