@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -126,10 +127,13 @@ static struct rs *rs_get(int fd)
 	return rs;
 }
 
+static void rs_status(FILE *f);
+
 static int rs_insert(struct rs *rs)
 {
 	int fd = rs->fd;
 
+	__atomic_store_n(&uiw_verbs_status_more, rs_status, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&tab_lock);
 	if (fd >= tab_len) {
 		int n = fd + 64;
@@ -1724,6 +1728,56 @@ int rfcntl(int s, int cmd, ...)
 	pthread_mutex_unlock(&rs->lock);
 	va_end(ap);
 	return rc;
+}
+
+/* ---- What uiwarp-stat shows. ---- */
+
+static const char *const phase_name[] = {
+	[P_INIT] = "init", [P_BOUND] = "bound", [P_LISTEN] = "listen", [P_ADDR] = "addr",
+	[P_ROUTE] = "route", [P_CONNECT] = "connect", [P_ACCEPT] = "accept", [P_OPEN] = "open",
+	[P_DOWN] = "down", [P_ERR] = "error", [P_CONNERR] = "connect-error",
+};
+
+/* Every rsocket that is open, one line each: its phase, and the credits and buffer room each
+ * way (what a stalled stream waits for); "busy" when a call holds its lock. Called from the
+ * progress thread with the API lock held, while a call may hold an rsocket's lock and wait
+ * for the API lock: the locks are only tried here, never waited for. */
+static void rs_status(FILE *f)
+{
+	if (pthread_mutex_trylock(&tab_lock) != 0) {
+		fprintf(f, "rsockets busy\n");
+		return;
+	}
+	for (int i = 0; i < tab_len; i++) {
+		struct rs *rs = tab[i];
+
+		if (rs == NULL)
+			continue;
+		if (pthread_mutex_trylock(&rs->lock) != 0) {
+			fprintf(f, "rsocket %d busy\n", rs->fd);
+			continue;
+		}
+		fprintf(f, "rsocket %d %s", rs->fd, phase_name[rs->phase]);
+		if (rs->phase == P_OPEN)
+			fprintf(f, "%s%s", rs->rd ? " rd" : "", rs->wr ? " wr" : "");
+		if (rs->err != 0)
+			fprintf(f, " err %d", rs->err);
+		if (rs->target != NULL && rs->rmsg != NULL)   /* its endpoint is made */
+			/* Sending: queue room, send buffer room, message credits left (sseq_comp
+			 * minus sseq_no), the peer's buffer offered at the current target entry,
+			 * control slots free. Receiving: unread messages and octets, buffer room not
+			 * yet offered, messages read towards the next credit update. */
+			fprintf(f, " sqe %d sbuf %u credits %u target %u ctrl %u unread %u/%" PRIu64
+				   " rbuf %" PRId64 " rseq %u/%u\n",
+				rs->sqe_avail, rs->sbuf_avail, (uint16_t)(rs->sseq_comp - rs->sseq_no),
+				rs->target[rs->target_sge].length, rs->ctrl_max_seqno - rs->ctrl_seqno,
+				(rs->rmsg_tail + rs->rmsg_cap - rs->rmsg_head) % rs->rmsg_cap, rs->rbytes,
+				rs->rbuf_avail, rs->rseq_no, rs->rseq_comp);
+		else
+			fprintf(f, "\n");
+		pthread_mutex_unlock(&rs->lock);
+	}
+	pthread_mutex_unlock(&tab_lock);
 }
 
 /* ---- Not provided. ---- */

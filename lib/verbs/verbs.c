@@ -1314,6 +1314,8 @@ static void print_qp(FILE *f, const struct uiw_qp_v *q)
 		fprintf(f, "  why %s\n", uiw_qp_why(c));
 }
 
+void (*uiw_verbs_status_more)(FILE *f);
+
 void uiw_verbs_print_qps(FILE *f)
 {
 	unsigned n = 0;

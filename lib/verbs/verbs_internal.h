@@ -352,6 +352,9 @@ void uiw_verbs_print_qp_errors(FILE *f);
  * why it left RTS (the status file, uiwarp-stat, UIWARP_STATS). The caller holds every
  * engine. */
 void uiw_verbs_print_qps(FILE *f);
+/* More for the status listing from librdmacm (which links this library, not the other way):
+ * set once its first rsocket is made, called after the QPs with the API lock held. */
+extern void (*uiw_verbs_status_more)(FILE *f);
 
 /* IBV_SEND_INLINE: the bytes are copied when posted, into the WR's send queue slot. */
 #define UIW_MAX_INLINE 256

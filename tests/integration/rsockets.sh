@@ -12,10 +12,13 @@
 #   (without it nc -l fails with ENOTSOCK);
 # - a peer that is no rsocket (rping's connection request has no rsocket connection data)
 #   is rejected with a log line, and the same listener then serves an rstream client;
-# - a datagram rsocket is refused at once (ENOTSUP), saying why.
-# usage: rsockets.sh DROPIN_DIR (or a library in it)
+# - a datagram rsocket is refused at once (ENOTSUP), saying why;
+# - uiwarp-stat lists each rsocket of a running program: the listener, and the connected
+#   ones with their credits and buffer room.
+# usage: rsockets.sh DROPIN_DIR (or a library in it) UIWARP_STAT
 set -u
-lib=${1:?usage: rsockets.sh DROPIN_DIR}
+lib=${1:?usage: rsockets.sh DROPIN_DIR UIWARP_STAT}
+stat_bin=$(readlink -f "${2:?usage: rsockets.sh DROPIN_DIR UIWARP_STAT}")
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,9 +29,10 @@ done
 [ -n "$preload" ] || { echo "FAIL: librspreload.so not installed (librdmacm1)"; exit 1; }
 tmp=$(mktemp -d /tmp/uiw-rs.XXXXXX)
 ns_s="uiw-rs-s-$$" ns_c="uiw-rs-c-$$"
-spid=""
+spid="" wpid=""
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	[ -n "$wpid" ] && kill "$wpid" 2>/dev/null
 	ip netns del "$ns_s" 2>/dev/null
 	ip netns del "$ns_c" 2>/dev/null
 	rm -rf "$tmp"
@@ -41,13 +45,13 @@ bad() { echo "FAIL: $*"; fail=1; }
 srv() {
 	local sock=$1
 	shift
-	ip netns exec "$ns_s" env LD_LIBRARY_PATH="$lib" \
+	ip netns exec "$ns_s" env LD_LIBRARY_PATH="$lib" UIWARP_STAT_DIR="$tmp/stat" \
 		UIWARP_CONFIG="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.73.0.1/24; lcores=1; $common" "$@"
 }
 cli() {
 	local sock=$1
 	shift
-	ip netns exec "$ns_c" env LD_LIBRARY_PATH="$lib" \
+	ip netns exec "$ns_c" env LD_LIBRARY_PATH="$lib" UIWARP_STAT_DIR="$tmp/stat" \
 		UIWARP_CONFIG="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.73.0.2/24; lcores=0; $common" "$@"
 }
 # pair NAME SERVER... -- CLIENT...: both over memif; exit statuses in $src and $rc, output
@@ -106,8 +110,32 @@ done
 # A socket program on librspreload.so with its data checked: 30 MB in pieces of uneven sizes
 # one way, 20 MB back, each hashed by both ends (tests/integration/rs_hash.py; Python makes
 # its sockets with SOCK_CLOEXEC, which rsocket() takes).
+# Meanwhile uiwarp-stat asks both programs, every 0.1 s, until an answer lists the server's
+# listener and a connected rsocket.
+connected='^rsocket [0-9]+ open rd wr sqe [0-9]+ sbuf [0-9]+ credits [0-9]+ target [0-9]+ ctrl [0-9]+ unread [0-9]+/[0-9]+ rbuf -?[0-9]+ rseq [0-9]+/[0-9]+$'
+(
+	for _ in $(seq 300); do
+		sleep 0.1
+		for p in $(UIWARP_STAT_DIR="$tmp/stat" "$stat_bin" 2>/dev/null); do
+			UIWARP_STAT_DIR="$tmp/stat" "$stat_bin" "$p" 2>/dev/null | grep '^rsocket' >"$tmp/hash.stat.$p"
+			grep -q '^rsocket [0-9]* listen$' "$tmp/hash.stat.$p" && grep -Eq "$connected" "$tmp/hash.stat.$p" &&
+				{ cp "$tmp/hash.stat.$p" "$tmp/hash.stat"; exit 0; }
+		done
+	done
+) &
+wpid=$!
 pair hash env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" server 10.73.0.1 5301 20000000 -- \
 	env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" client 10.73.0.1 5301 30000000 20000000
+kill "$wpid" 2>/dev/null
+wait "$wpid" 2>/dev/null
+wpid=""
+if [ -s "$tmp/hash.stat" ]; then
+	echo "ok: uiwarp-stat lists the server's rsockets while they run:"
+	sed 's/^/    /' "$tmp/hash.stat"
+else
+	bad "uiwarp-stat never listed a listening and a connected rsocket; last answers:"
+	cat "$tmp"/hash.stat.* 2>/dev/null | head -6
+fi
 if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^rs_hash: ok client" "$tmp/hash.c" && grep -q "^rs_hash: ok server" "$tmp/hash.s"; then
 	echo "ok: a Python socket program on librspreload.so: $(grep '^rs_hash: ok client' "$tmp/hash.c" | cut -d' ' -f4-)"
 else

@@ -64,7 +64,21 @@ fail=0
 passed=0
 # host CMD...: a program on uiwarp in the namespace (drop-in libraries, one configuration).
 host() {
-	ip netns exec "$SIWVM_NS" env LD_LIBRARY_PATH="$dropin" UIWARP_CONFIG="$cfg" "$@"
+	ip netns exec "$SIWVM_NS" env LD_LIBRARY_PATH="$dropin" UIWARP_CONFIG="$cfg" \
+		UIWARP_STAT_DIR="$out/stat" "$@"
+}
+
+# stat_watch FILE: every 10 s, what each drop-in program on uiwarp holds (uiwarp-stat: its
+# QPs, rsockets, counters) replaces FILE, so a case that stalls shows the state it stalled
+# in after its programs are gone. Runs until killed.
+stat_bin=$(dirname "$rping_tool")/uiwarp-stat
+stat_watch() {
+	local p pids
+	while sleep 10; do
+		pids=$(UIWARP_STAT_DIR="$out/stat" "$stat_bin" 2>/dev/null) || continue
+		for p in $pids; do UIWARP_STAT_DIR="$out/stat" "$stat_bin" "$p"; done >"$1.tmp" 2>&1
+		[ -s "$1.tmp" ] && mv "$1.tmp" "$1"
+	done
 }
 
 # wire_tail PCAP: how the connection ended on the wire, for a case that failed (CI keeps
@@ -92,6 +106,8 @@ run_case() {
 	: >"$HOSTLOG"
 	rm -f "$out/$name.note"
 	siwvm_capture_start "$cap"
+	stat_watch "$out/$name.stat" &
+	local watch=$!
 	siwvm_boot "$name" "${SIW_PARAMS:-}" "${GUEST_TIMEOUT:-240}" "$gcmd"
 	if ! siwvm_wait_line '^UIWVM ready' 1 60; then
 		why="the guest did not come up"
@@ -112,6 +128,8 @@ run_case() {
 	fi
 	siwvm_wait
 	rc=$?
+	kill "$watch" 2>/dev/null
+	wait "$watch" 2>/dev/null
 	siwvm_capture_stop
 	siwvm_console >"$out/$name.guest.log"
 	[ $rc = 0 ] || why="${why:+$why; }guest command rc $rc"
@@ -136,6 +154,9 @@ run_case() {
 		echo "FAIL $name ($((SECONDS - t)) s): $why"
 		tail -8 "$HOSTLOG" | sed 's/^/    host: /'
 		grep -v '^\[' "$out/$name.guest.log" | tail -12 | sed 's/^/    guest: /'
+		# uiwarp's QPs and rsockets as last seen while the case ran
+		[ -f "$out/$name.stat" ] && grep -E '^(pid |qp |  (tcp|queues|counters|why) |rsocket)' "$out/$name.stat" | head -24 |
+			sed 's/^/    stat: /'
 		wire_tail "$cap"
 		fail=1
 	else

@@ -126,6 +126,10 @@ static void status_text(FILE *f)
 			   UIW_RDMAP_C__COUNT, true);
 	uiw_verbs_print_qps(f);
 	uiw_verbs_print_qp_errors(f);
+	void (*more)(FILE *) = __atomic_load_n(&uiw_verbs_status_more, __ATOMIC_ACQUIRE);
+
+	if (more != NULL)
+		more(f);
 	if (uiw_api_engines > 0)
 		uiw_engines_go();
 }
