@@ -14,6 +14,8 @@ packages=(
 	tshark iproute2 iputils-ping ethtool ibverbs-utils rdmacm-utils perftest
 	# more RDMA programs the realapps test runs on the drop-in
 	fio qperf libfabric-bin libfabric-dev
+	# Open MPI over libfabric on the drop-in (tests/integration/mpi.sh)
+	openmpi-bin libopenmpi-dev
 	# a plain socket program on rsockets (tests/integration/rsockets.sh)
 	netcat-openbsd
 	# the Linux siw guest of the interop tests (tests/interop/siwvm.sh): QEMU, busybox, and
