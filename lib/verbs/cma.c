@@ -416,6 +416,54 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+/*
+ * The events of @p c still queued on its channel, not yet read, go with it, as rdma-core's
+ * do (the kernel drops what it has not reported when an id is destroyed): read later, each
+ * would name freed memory. libfabric's RXM destroys the id of a connection that lost a
+ * simultaneous connect while the peer's rejection is still on its way. A connection request
+ * queued for a listener that goes is refused, and the id made for it goes too.
+ */
+static void drop_queued_events(struct uiw_cm_id *c)
+{
+	struct uiw_event_channel *ch = (struct uiw_event_channel *)c->id.channel;
+	struct cm_ev *gone = NULL, *e;
+	uint64_t v;
+	bool emptied;
+
+	if (ch == NULL)
+		return;
+	pthread_mutex_lock(&uiw_ev_lock);   /* engines may queue at once */
+	bool had = ch->head != NULL;
+
+	ch->tail = NULL;
+	for (struct cm_ev **p = &ch->head; (e = *p) != NULL;) {
+		if (e->ev.id == &c->id || e->ev.listen_id == &c->id) {
+			*p = e->next;
+			e->next = gone;
+			gone = e;
+		} else {
+			ch->tail = e;
+			p = &e->next;
+		}
+	}
+	emptied = had && ch->head == NULL;
+	pthread_mutex_unlock(&uiw_ev_lock);
+	/* The fd was readable while events waited; it is not now. */
+	if (emptied && read(ch->ch.fd, &v, sizeof(v)) < 0)
+		v = 0;
+	while ((e = gone) != NULL) {
+		struct uiw_cm_id *child = (struct uiw_cm_id *)e->ev.id;
+
+		gone = e->next;
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && child != c) {
+			if (child->conn != NULL)
+				uiw_mpa_reject(child->conn, NULL, 0);
+			destroy_id(&child->id);
+		}
+		free(e);
+	}
+}
+
 static int destroy_id(struct rdma_cm_id *id)
 {
 	UIW_API_LOCK();
@@ -440,6 +488,7 @@ static int destroy_id(struct rdma_cm_id *id)
 		uiw_mpa_close(c->conn);
 	}
 	resolving_remove(c);
+	drop_queued_events(c);
 	id_set_channel(c, NULL);
 	free(c->qp_init);
 	free(c);

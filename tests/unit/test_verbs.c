@@ -419,6 +419,82 @@ START_TEST(reject_with_private_data)
 }
 END_TEST
 
+/* Runs both instances until @p ch's fd is readable (an event waits), up to 2 s. */
+static bool pump_until_event(struct rdma_event_channel *ch)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+	for (uint64_t end = uiw_now_ns() + 2000 * UIW_NS_PER_MS; uiw_now_ns() < end;) {
+		if (poll(&p, 1, 0) == 1)
+			return true;
+		uiw_verbs_progress();
+	}
+	return false;
+}
+
+/* An id destroyed with events still queued for it takes them along, as rdma-core's does
+ * (the kernel drops what it has not reported): read afterwards, each named freed memory.
+ * libfabric's RXM does this when a simultaneous connect is lost (the connecting id goes
+ * while the peer's rejection is on its way), and MPI over it crashed. A listener destroyed
+ * with a connection request queued refuses that request and frees the id made for it. */
+START_TEST(destroyed_id_takes_its_queued_events)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT),
+				  .sin_addr.s_addr = htonl(PAIR_IP_B) };
+	struct rdma_cm_id *a, *b;
+	struct rdma_cm_event *ev;
+	struct pollfd p;
+
+	srv.ch = rdma_create_event_channel();
+	ck_assert_int_eq(rdma_create_id(srv.ch, &listen_id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(listen_id, (struct sockaddr *)&sa), 0);
+	ck_assert_int_eq(rdma_listen(listen_id, 4), 0);
+	cli.ch = rdma_create_event_channel();
+	ck_assert_int_eq(fcntl(cli.ch->fd, F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(fcntl(srv.ch->fd, F_SETFL, O_NONBLOCK), 0);
+	ck_assert_int_eq(rdma_create_id(cli.ch, &a, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_create_id(cli.ch, &b, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(a, NULL, (struct sockaddr *)&sa, 2000), 0);
+	ck_assert(pump_until_event(cli.ch));
+	rdma_ack_cm_event(verbs_expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_connect(a, NULL), 0);
+	ck_assert(pump_until_event(srv.ch));
+	ev = verbs_expect_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_int_eq(rdma_reject(ev->id, NULL, 0), 0);
+	srv.id = ev->id;
+	rdma_ack_cm_event(ev);
+	/* a's rejection queued and not read; then b's address, queued behind it. */
+	ck_assert(pump_until_event(cli.ch));
+	ck_assert_int_eq(rdma_resolve_addr(b, NULL, (struct sockaddr *)&sa, 2000), 0);
+	for (uint64_t end = uiw_now_ns() + 100 * UIW_NS_PER_MS; uiw_now_ns() < end;)
+		uiw_verbs_progress();
+	ck_assert_int_eq(rdma_destroy_id(a), 0);
+	ev = verbs_expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ck_assert_ptr_eq(ev->id, b);
+	rdma_ack_cm_event(ev);
+	p = (struct pollfd){ .fd = cli.ch->fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	ck_assert_int_eq(rdma_get_cm_event(cli.ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+
+	/* b connects; the listener goes with b's request queued and unread. */
+	ck_assert_int_eq(rdma_connect(b, NULL), 0);
+	ck_assert(pump_until_event(srv.ch));
+	ck_assert_int_eq(rdma_destroy_id(listen_id), 0);
+	listen_id = NULL;
+	p = (struct pollfd){ .fd = srv.ch->fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	ck_assert_int_eq(rdma_get_cm_event(srv.ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert(pump_until_event(cli.ch));
+	ev = verbs_expect_event(cli.ch, RDMA_CM_EVENT_REJECTED);
+	ck_assert_ptr_eq(ev->id, b);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(b), 0);
+	rdma_destroy_event_channel(srv.ch);   /* the listener's, which the teardown no longer knows */
+}
+END_TEST
+
 /* rdma_resolve_addr() waits for the next hop's ARP answer; for an address nobody answers
  * it ends, as Linux's rdma_cm does, with RDMA_CM_EVENT_ADDR_ERROR and -ETIMEDOUT once the
  * caller's timeout has passed, not before. */
@@ -490,6 +566,7 @@ int main(void)
 	tcase_add_test(tc, stag_keys_not_sequential);
 	tcase_add_test(tc, event_fd_readable_while_events_wait);
 	tcase_add_test(tc, reject_with_private_data);
+	tcase_add_test(tc, destroyed_id_takes_its_queued_events);
 	tcase_add_test(tc, resolve_addr_times_out_unanswered);
 	tcase_add_test(tc, shared_receive_queue);
 	suite_add_tcase(s, tc);
