@@ -13,7 +13,7 @@
 # (FI_VERBS_IFACE, docs/DROPIN.md): mpirun and both ranks run in one network namespace
 # made here, whose veth pair carries the two instances' addresses (and whose loopback
 # carries mpirun's own traffic). Each rank's counters (UIWARP_STATS=1) must show its Sends
-# and the RDMA Reads of the rendezvous.
+# and the RDMA Reads of the rendezvous. Then four ranks, all to all (below).
 # usage: mpi.sh DROPIN_DIR (or a library in it) MPI_CHECK
 set -u
 lib=${1:?usage: mpi.sh DROPIN_DIR MPI_CHECK}
@@ -80,6 +80,46 @@ for r in 0 1; do
 		grep -E 'rdmap\.' "$f" 2>/dev/null | head -8
 	fi
 done
+
+# Four ranks over af_packet, each on a veth whose other end is on a bridge: mpi_check's
+# all-to-all, so that every pair of ranks connects, most of them at once. The addresses
+# libfabric looks for sit on two more veth pairs, which carry no traffic (the kernel is
+# told to answer ARP only on an interface that has the address asked for, so that uiwarp's
+# answers are the only ones on the bridge). The af_packet ports' interfaces get indexes far
+# apart: DPDK names an af_packet socket's fanout group by the process id XOR the interface
+# index, and four processes started together on consecutive indexes may collide, which
+# fails the port's start ("could not set PACKET_FANOUT").
+ns4="uiw-mpi4-$$"
+trap 'ip netns del "$ns4" 2>/dev/null; cleanup' EXIT
+ip netns add "$ns4" && ip netns exec "$ns4" sysctl -qw net.ipv4.conf.all.arp_ignore=1 &&
+	ip -n "$ns4" link set lo up && ip -n "$ns4" link add mbr type bridge && ip -n "$ns4" link set mbr up &&
+	ip -n "$ns4" link add ma0 type veth peer name ma1 && ip -n "$ns4" link add ma2 type veth peer name ma3 ||
+	{ echo "FAIL: cannot make the four ranks' network namespace"; exit 1; }
+for r in 0 1 2 3; do
+	ip -n "$ns4" link add mu$r index $(((r + 1) << 13)) type veth peer name mb$r &&
+		ip -n "$ns4" link set mb$r master mbr && ip -n "$ns4" link set mb$r up &&
+		ip -n "$ns4" link set mu$r up && ip -n "$ns4" addr add 10.76.1.$((r + 1))/32 dev ma$r &&
+		ip -n "$ns4" link set ma$r up || { echo "FAIL: cannot make rank $r's interfaces"; exit 1; }
+done
+cat >"$tmp/rank4.sh" <<EOF
+#!/bin/sh
+r=\$OMPI_COMM_WORLD_RANK
+export FI_VERBS_IFACE=ma\$r LD_LIBRARY_PATH="$lib"
+export UIWARP_CONFIG="port=net_af_packet0,iface=mu\$r,qdisc_bypass=1; ip=10.76.1.\$((r + 1))/24; hugepages=off; memory=512; mbufs=16383"
+exec "\$@" 2>"$tmp/rank4-\$r.err"
+EOF
+chmod +x "$tmp/rank4.sh"
+ip netns exec "$ns4" timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -np 4 \
+	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm" --mca btl self \
+	"$tmp/rank4.sh" "$prog" >"$tmp/four.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c '^mpi_check: ok rank . of 4' "$tmp/four.out")" = 4 ]; then
+	echo "ok: four ranks over af_packet on a bridge: all-to-all and allreduce checked by each"
+else
+	bad "four ranks: rc $rc"
+	grep -v '^uiwarp info' "$tmp/four.out" | tail -12
+	tail -3 "$tmp"/rank4-*.err 2>/dev/null
+fi
 
 [ $fail -eq 0 ] && echo "PASS: mpi" || echo "FAIL: mpi"
 exit $fail

@@ -11,6 +11,9 @@
  * - one-sided MPI_Put and MPI_Get of 1 MiB in a window, between fences, checked;
  * - then, timed: a ping-pong of 8 octets (the one-way time is half a round trip) and
  *   1 MiB messages streamed with 8 in flight (Gb/s at the receiver).
+ * With more than two ranks: MPI_Alltoall of 64 KiB blocks and an allreduce, 20 times, every
+ * block checked by the rank that receives it (each pair of ranks connects, most of them at
+ * once).
  * Each rank prints "mpi_check: ok rank R ..." or "mpi_check: FAIL rank R ..." and exits 0
  * or 1.
  */
@@ -131,6 +134,31 @@ static int one_sided(uint8_t *b)
 	return bad;
 }
 
+/* Every rank sends each other rank a block of its own pattern, 20 times. */
+static int all_to_all(uint8_t *b, int n)
+{
+	const size_t blk = 65536;
+	uint8_t *in = b + (size_t)n * blk;
+	int bad = 0;
+
+	for (int turn = 0; turn < 20 && !bad; turn++) {
+		long v = rank, sum = 0;
+
+		for (int d = 0; d < n; d++)
+			fill(b + (size_t)d * blk, rank * 64 + d, blk, turn);
+		memset(in, 0, (size_t)n * blk);
+		MPI_Alltoall(b, (int)blk, MPI_BYTE, in, (int)blk, MPI_BYTE, MPI_COMM_WORLD);
+		for (int f = 0; f < n && !bad; f++)
+			bad |= check(in + (size_t)f * blk, f * 64 + rank, blk, turn, "an all-to-all block");
+		MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+		if (sum != (long)n * (n - 1) / 2) {
+			printf("mpi_check: FAIL rank %d: allreduce gave %ld\n", rank, sum);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
 static double latency_us(uint8_t *b)
 {
 	const int n = 2000;
@@ -188,9 +216,20 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	b = malloc(MAX_MSG);
-	if (size != 2 || b == NULL) {
-		printf("mpi_check: FAIL rank %d: needs 2 ranks (has %d) and %u octets\n", rank, size, MAX_MSG);
+	if (size < 2 || size > 16 || b == NULL) {
+		printf("mpi_check: FAIL rank %d: needs 2 to 16 ranks (has %d) and %u octets\n", rank,
+		       size, MAX_MSG);
 		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	if (size > 2) {
+		bad = all_to_all(b, size);
+		if (bad)
+			printf("mpi_check: FAIL rank %d\n", rank);
+		else
+			printf("mpi_check: ok rank %d of %d: all-to-all and allreduce checked\n", rank, size);
+		free(b);
+		MPI_Finalize();
+		return bad;
 	}
 	bad |= both_at_once(b);
 	bad |= ping_pong(b);
