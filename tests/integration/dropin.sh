@@ -12,11 +12,16 @@
 # crashes. With two cores and four spinning threads the server loses a scheduler tick
 # often enough to matter, so perftest clients run with CONNECT_DELAY_SO preloaded
 # (tests/interop/connect_delay.c: every rdma_connect after the first waits 300 ms).
-# usage: dropin.sh DROPIN_DIR (or a library in it) [CONNECT_DELAY_SO]
+# Each client starts once uiwarp-stat (UIWARP_STAT) lists its server's listener: a fixed
+# second was not always enough for a server on a loaded machine to reach rdma_listen, and
+# its client, refused, gave up.
+# usage: dropin.sh DROPIN_DIR (or a library in it) [CONNECT_DELAY_SO [UIWARP_STAT]]
 set -u
-lib=${1:?usage: dropin.sh DROPIN_DIR [CONNECT_DELAY_SO]}
+lib=${1:?usage: dropin.sh DROPIN_DIR [CONNECT_DELAY_SO [UIWARP_STAT]]}
 delay_so=${2:-}
 [ -z "$delay_so" ] || delay_so=$(realpath "$delay_so")
+stat_tool=${3:-}
+[ -z "$stat_tool" ] || stat_tool=$(realpath "$stat_tool")
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
 for t in ibv_devices ibv_devinfo rping ucmatose ib_send_bw ib_write_bw ib_read_bw \
@@ -107,13 +112,14 @@ pair() {
 		sns=(ip netns exec "$ns_a")
 		cns=(ip netns exec "$ns_b")
 	fi
-	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" timeout 60 stdbuf -oL "${srv[@]}" \
-		>"$tmp/server.log" 2>&1 &
+	rm -rf "$tmp/stat"
+	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" UIWARP_STAT_DIR="$tmp/stat" \
+		timeout 60 stdbuf -oL "${srv[@]}" >"$tmp/server.log" 2>&1 &
 	spid=$!
 	if [ "$link" = memif ]; then
 		for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 	fi
-	sleep 1   # the server's rdma_listen
+	wait_listener
 	local t0=$SECONDS crc src
 	"${cns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ccfg" "${client_env[@]}" timeout 60 \
 		stdbuf -oL "${cli[@]}" >"$tmp/client.log" 2>&1
@@ -128,6 +134,23 @@ pair() {
 		return
 	fi
 	echo "ok: $link $name ($((SECONDS - t0)) s)"
+}
+
+# Until the server (the one program in $tmp/stat) lists a listener, up to 10 s; without
+# uiwarp-stat, a second.
+wait_listener() {
+	local p
+	if [ -z "$stat_tool" ]; then
+		sleep 1
+		return
+	fi
+	for _ in $(seq 100); do
+		for p in $(UIWARP_STAT_DIR="$tmp/stat" "$stat_tool" 2>/dev/null); do
+			UIWARP_STAT_DIR="$tmp/stat" "$stat_tool" "$p" 2>/dev/null | grep -q "^listen " && return 0
+		done
+		sleep 0.1
+	done
+	echo "note: the server lists no listener after 10 s"
 }
 
 # rping: 100 pings with data validation; both sides print each one.
