@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -428,7 +429,6 @@ static void drop_queued_events(struct uiw_cm_id *c)
 	struct uiw_event_channel *ch = (struct uiw_event_channel *)c->id.channel;
 	struct cm_ev *gone = NULL, *e;
 	uint64_t v;
-	bool emptied;
 
 	if (ch == NULL)
 		return;
@@ -446,11 +446,15 @@ static void drop_queued_events(struct uiw_cm_id *c)
 			p = &e->next;
 		}
 	}
-	emptied = had && ch->head == NULL;
-	pthread_mutex_unlock(&uiw_ev_lock);
-	/* The fd was readable while events waited; it is not now. */
-	if (emptied && read(ch->ch.fd, &v, sizeof(v)) < 0)
+	/* The fd was readable while events waited; it is not now. Read under the lock, so that
+	 * an event queued meanwhile keeps the fd readable (its writer saw the queue empty only
+	 * after this), and only when readable: the program may have left the fd blocking, and
+	 * the writer of an event dropped here may not have written yet. */
+	struct pollfd pf = { .fd = ch->ch.fd, .events = POLLIN };
+
+	if (had && ch->head == NULL && poll(&pf, 1, 0) == 1 && read(ch->ch.fd, &v, sizeof(v)) < 0)
 		v = 0;
+	pthread_mutex_unlock(&uiw_ev_lock);
 	while ((e = gone) != NULL) {
 		struct uiw_cm_id *child = (struct uiw_cm_id *)e->ev.id;
 
