@@ -337,6 +337,40 @@ START_TEST(fast_sum_matches_rfc1071)
 }
 END_TEST
 
+/* A header built from its values (the sum taken without reading it back) sums to all ones
+ * over its 20 octets with the reference sum, for random fields and for the extremes where
+ * every carry counts. */
+START_TEST(built_header_checksum_right)
+{
+	static const uint32_t addrs[] = { 0, 0xffffffffu, 0xffff0000u, 0x0000ffffu, 0x0a000001u };
+	uint64_t x = 0x853c49e6748fea9bull;
+	struct uiw_ipv4_hdr h;
+
+	for (unsigned k = 0; k < 20000; k++) {
+		uint32_t src, dst;
+		uint16_t len, id;
+		uint8_t proto;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		src = k < 25 ? addrs[k % 5] : (uint32_t)x;
+		dst = k < 25 ? addrs[k / 5] : (uint32_t)(x >> 32);
+		len = k < 25 ? (uint16_t)(k & 1 ? 0 : 65535 - UIW_IPV4_HDR_LEN) : (uint16_t)(x >> 7) % 65000;
+		id = k < 25 ? (uint16_t)(k & 2 ? 0xffff : 0) : (uint16_t)(x >> 23);
+		proto = k & 1 ? UIW_IPPROTO_TCP : UIW_IPPROTO_ICMP;
+		memset(&h, 0xa5, sizeof(h));
+		uiw_ipv4_build(&h, proto, src, dst, len, id);
+		ck_assert_msg(reference_sum((const uint8_t *)&h, sizeof(h)) == 0xffff,
+			      "src %08x dst %08x len %u id %u: sum %04x", src, dst, len, id,
+			      reference_sum((const uint8_t *)&h, sizeof(h)));
+		ck_assert_uint_eq(uiw_ipv4_src(&h), src);
+		ck_assert_uint_eq(uiw_ipv4_dst(&h), dst);
+		ck_assert_uint_eq(uiw_ipv4_total_len(&h), (uint16_t)(UIW_IPV4_HDR_LEN + len));
+		ck_assert_uint_eq(uiw_ipv4_id(&h), id);
+		ck_assert_uint_eq(h.proto, proto);
+	}
+}
+END_TEST
+
 /* The sum over an mbuf chain: pieces of every parity, any offset and length, against the
  * reference over the same bytes laid flat (all 0xff too, where every carry counts). */
 START_TEST(chain_sum_matches_flat_sum)
@@ -490,6 +524,7 @@ static Suite *ipv4_suite(void)
 	tcase_add_test(tc, output_off_link_resolves_gateway);
 	tcase_add_test(tc, ping_sends_valid_echo_request);
 	tcase_add_loop_test(tc, fast_sum_matches_rfc1071, 0, 2);
+	tcase_add_test(tc, built_header_checksum_right);
 	tcase_add_loop_test(tc, chain_sum_matches_flat_sum, 0, 2);
 	tcase_add_loop_test(tc, copy_sum_copies_and_sums, 0, 2);
 	tcase_add_test(tc, noted_sums_used_only_for_whole_pieces);
