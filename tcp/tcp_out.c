@@ -538,15 +538,12 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 }
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
- * sum, as DPDK's TX offload wants). @p hdr_sum: the sum of the header @p th as it was
- * built, options included (uiw_tcp_build()). @p payload_sum: the sum of all that follows
- * the header, taken as it was copied into the one mbuf @p m (sndq_put()), or
+ * sum, as DPDK's TX offload wants). @p payload_sum: the sum of all that follows the
+ * header, taken as it was copied into the one mbuf @p m (sndq_put()), or
  * PAYLOAD_SUM_NONE. */
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
-			 uint32_t hdr_sum, uint32_t src, uint32_t dst, uint32_t tcp_len,
-			 uint32_t payload_sum)
+			 uint32_t src, uint32_t dst, uint32_t tcp_len, uint32_t payload_sum)
 {
-	unsigned hlen = (unsigned)(th->off >> 4) * 4;   /* one octet, as stored: forwarded */
 	uint32_t sum = uiw_tcp_phdr_sum(src, dst, (uint16_t)tcp_len);
 
 	/* DPDK's TSO: the field holds the pseudo-header sum without the length, which the
@@ -559,7 +556,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
 		if (t->port->tx_offloads & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM)
 			m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
-		m->l4_len = hlen;
+		m->l4_len = uiw_tcp_hdr_len(th);
 		return;
 	}
 
@@ -568,13 +565,12 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 		sum = (sum & 0xffff) + (sum >> 16);
 		th->cksum = uiw_be16_of((uint16_t)sum);
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
-		m->l4_len = hlen;
+		m->l4_len = uiw_tcp_hdr_len(th);
 		return;
 	}
 	if (payload_sum != PAYLOAD_SUM_NONE && m->next == NULL) {
-		/* The header's sum as built, not read back (uiw_ipv4_build() says why); its
-		 * length is even: the payload's words line up with it. */
-		sum += hdr_sum + uiw_inet_sum_of_raw(payload_sum);
+		/* The header's length is even: the payload's words line up with it. */
+		sum += uiw_inet_sum_of_raw(uiw_raw_sum(th, uiw_tcp_hdr_len(th)) + payload_sum);
 	} else {
 		sum += uiw_inet_sum_mbuf_noted(m, t->summed_flag);   /* m whole: tcp_len octets */
 	}
@@ -643,7 +639,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	struct rte_mbuf *m;
 	uint8_t opts[40];
 	unsigned optlen, hlen;
-	uint32_t max, n = 0, payload_sum = PAYLOAD_SUM_NONE, hdr_sum;
+	uint32_t max, n = 0, payload_sum = PAYLOAD_SUM_NONE;
 	struct uiw_tcp_hdr *th;
 	bool sack_left;
 	uint16_t win;
@@ -711,9 +707,9 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(uiw_tcp_rcv_window(c), 0xffffu) : adv_window(c);
 	if (flags & UIW_TCP_SYN)
 		c->rcv_adv = c->rcv_nxt + win;
-	hdr_sum = uiw_tcp_build(th, c->lport, c->rport, seq, (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0,
-				flags, win, hlen) + uiw_inet_sum(opts, optlen);
-	tcp_checksum(t, m, th, hdr_sum, c->laddr, c->raddr, hlen + n, payload_sum);
+	uiw_tcp_build(th, c->lport, c->rport, seq, (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0, flags,
+		      win, hlen);
+	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n, payload_sum);
 	if (flags & UIW_TCP_ACK) {
 		c->last_ack_sent = c->rcv_nxt;
 		if (!sack_left)
@@ -767,9 +763,8 @@ static void send_raw(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t
 		return;
 	}
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, UIW_TCP_HDR_LEN);
-	uint32_t hdr_sum = uiw_tcp_build(th, lport, rport, seq, ack, flags, 0, UIW_TCP_HDR_LEN);
-
-	tcp_checksum(t, m, th, hdr_sum, laddr, raddr, UIW_TCP_HDR_LEN, 0);
+	uiw_tcp_build(th, lport, rport, seq, ack, flags, 0, UIW_TCP_HDR_LEN);
+	tcp_checksum(t, m, th, laddr, raddr, UIW_TCP_HDR_LEN, PAYLOAD_SUM_NONE);
 	tcp_count(t, UIW_TCP_C_rst_tx);
 	tcp_count(t, UIW_TCP_C_tx_segs);
 	uiw_net_output(t->net, m, raddr, UIW_IPPROTO_TCP, t->now);

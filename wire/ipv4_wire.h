@@ -143,17 +143,7 @@ static inline void uiw_ipv4_build(struct uiw_ipv4_hdr *h, uint8_t proto, uint32_
 	h->cksum = uiw_be16_of(0);
 	h->src = uiw_be32_of(src);
 	h->dst = uiw_be32_of(dst);
-	/* The sum of the header's 16-bit words, from the values (RFC 1071): the header is not
-	 * read back. A frame another core read last (a zero-copy port) costs its lines' trip
-	 * back here before a load of what was just stored can complete. */
-	uint32_t sum = ((UIW_IPV4_VERSION << 4 | UIW_IPV4_HDR_LEN / 4) << 8) +
-		       (uint32_t)(UIW_IPV4_HDR_LEN + payload_len) + id + UIW_IPV4_FLAG_DF +
-		       ((uint32_t)UIW_IPV4_DEFAULT_TTL << 8 | proto) + (src >> 16) + (src & 0xffff) +
-		       (dst >> 16) + (dst & 0xffff);
-
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	h->cksum = uiw_inet_cksum_of((uint16_t)sum);
+	h->cksum = uiw_inet_cksum_of(uiw_inet_sum(h, UIW_IPV4_HDR_LEN));
 }
 
 #endif

@@ -65,11 +65,9 @@ static inline uint32_t uiw_tcp_ack(const struct uiw_tcp_hdr *t) { return uiw_be3
 static inline uint16_t uiw_tcp_win(const struct uiw_tcp_hdr *t) { return uiw_be16_get(t->win); }
 static inline unsigned uiw_tcp_hdr_len(const struct uiw_tcp_hdr *t) { return (t->off >> 4) * 4u; }
 
-/** Fills the fixed header (checksum zero). @return the sum of its 16-bit words as values,
- * unfolded (RFC 1071), for a checksum taken without reading the header back. */
-static inline uint32_t uiw_tcp_build(struct uiw_tcp_hdr *t, uint16_t sport, uint16_t dport,
-				     uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win,
-				     unsigned hdr_len)
+static inline void uiw_tcp_build(struct uiw_tcp_hdr *t, uint16_t sport, uint16_t dport,
+				 uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win,
+				 unsigned hdr_len)
 {
 	t->sport = uiw_be16_of(sport);
 	t->dport = uiw_be16_of(dport);
@@ -80,8 +78,6 @@ static inline uint32_t uiw_tcp_build(struct uiw_tcp_hdr *t, uint16_t sport, uint
 	t->win = uiw_be16_of(win);
 	t->cksum = uiw_be16_of(0);
 	t->urp = uiw_be16_of(0);
-	return (uint32_t)sport + dport + (seq >> 16) + (seq & 0xffff) + (ack >> 16) + (ack & 0xffff) +
-	       ((uint32_t)(hdr_len / 4) << 12 | flags) + win;
 }
 
 /** Reads a 16-bit or 32-bit big-endian option field at @p p (no alignment assumed). */
