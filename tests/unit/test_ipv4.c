@@ -337,9 +337,9 @@ START_TEST(fast_sum_matches_rfc1071)
 }
 END_TEST
 
-/* A header built from its values (the sum taken without reading it back) sums to all ones
- * over its 20 octets with the reference sum, for random fields and for the extremes where
- * every carry counts. */
+/* A header uiw_ipv4_build() fills sums to all ones over its 20 octets with the reference
+ * sum, and reads back as built, for random fields and for the extremes where every carry
+ * counts (the build's own sum may change: this holds it to the wire). */
 START_TEST(built_header_checksum_right)
 {
 	static const uint32_t addrs[] = { 0, 0xffffffffu, 0xffff0000u, 0x0000ffffu, 0x0a000001u };
