@@ -24,19 +24,23 @@ trap cleanup EXIT
 common="hugepages=off; memory=512; mbufs=32767; engines=2"
 failed=0
 
-# run NAME SERVER_PORT CLIENT_PORT SOCKET|- HANDED(yes|no) [COMMAND PREFIX...]
+# run NAME SERVER_PORT CLIENT_PORT HANDED(yes|no) [COMMAND PREFIX...]
 run() {
-	local name=$1 sport=$2 cport=$3 sock=$4 handed=$5 rc
-	shift 5
+	local name=$1 sport=$2 cport=$3 handed=$4 rc
+	shift 4
+	# The server does not wait for its link: it sets up its 400 QPs' memory, then makes
+	# passes. The client starts once it says it listens: a client started as soon as the
+	# server's port was up asked for the server's MAC while the server, busy setting up,
+	# made no pass, and under load its ARP requests went unanswered for the 2 s the address
+	# resolution waits (RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT).
 	"$@" "$scale" --set "port=$sport; ip=10.72.0.1/24; lcores=1; $common" --listen 18517 --qps 400 \
-		>"$tmp/$name-server.log" 2>&1 &
+		--link-wait 0 >"$tmp/$name-server.log" 2>&1 &
 	spid=$!
-	if [ "$sock" = - ]; then
-		sleep 1
-	else
-		for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-	fi
-	sleep 0.2
+	for _ in $(seq 600); do
+		grep -q "^uiwarp-scale: listening on port" "$tmp/$name-server.log" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
 	UIWARP_STATS=1 timeout 120 "$@" "$scale" --set "port=$cport; ip=10.72.0.2/24; lcores=0; $common" \
 		--connect 10.72.0.1:18517 --qps 400 --bw-iters 2000 --rate-iters 20000 \
 		>"$tmp/$name-client.log" 2>&1
@@ -70,13 +74,12 @@ run() {
 	fi
 }
 
-run vhost "net_vhost0,iface=$tmp/vp.sock,queues=2" "net_virtio_user0,path=$tmp/vp.sock,queues=2" \
-	"$tmp/vp.sock" no
+run vhost "net_vhost0,iface=$tmp/vp.sock,queues=2" "net_virtio_user0,path=$tmp/vp.sock,queues=2" no
 run memif "net_memif0,role=server,socket=$tmp/m.sock,socket-abstract=no" \
-	"net_memif0,role=client,socket=$tmp/m.sock,socket-abstract=no" "$tmp/m.sock" no
+	"net_memif0,role=client,socket=$tmp/m.sock,socket-abstract=no" no
 if ip netns add "$ns" && ip -n "$ns" link add va type veth peer name vb &&
 	ip -n "$ns" link set va up && ip -n "$ns" link set vb up; then
-	run af_packet "net_af_packet0,iface=va,qpairs=2" "net_af_packet1,iface=vb,qpairs=2" - yes \
+	run af_packet "net_af_packet0,iface=va,qpairs=2" "net_af_packet1,iface=vb,qpairs=2" yes \
 		ip netns exec "$ns"
 else
 	echo "FAIL: af_packet: cannot make the network namespace $ns and its veth pair"
