@@ -28,11 +28,13 @@ failed=0
 run() {
 	local name=$1 sport=$2 cport=$3 handed=$4 rc
 	shift 4
-	# The server does not wait for its link: it sets up its 400 QPs' memory, then makes
-	# passes. The client starts once it says it listens: a client started as soon as the
-	# server's port was up asked for the server's MAC while the server, busy setting up,
-	# made no pass, and under load its ARP requests went unanswered for the 2 s the address
-	# resolution waits (RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT).
+	# The server does not wait for its link: it sets up its stack and its 400 QPs' memory,
+	# then makes passes. The client starts once it says it listens. A client started as
+	# soon as the server's port was up asked for the server's MAC as soon as its own set-up
+	# ended; the server, its set-up not yet over, made no pass, and when it ran 2 s longer
+	# than the client's (about 8 s each under meson's MALLOC_PERTURB_) the ARP requests
+	# went unanswered for the 2 s the address resolution waits (RDMA_CM_EVENT_ADDR_ERROR,
+	# -ETIMEDOUT).
 	"$@" "$scale" --set "port=$sport; ip=10.72.0.1/24; lcores=1; $common" --listen 18517 --qps 400 \
 		--link-wait 0 >"$tmp/$name-server.log" 2>&1 &
 	spid=$!
