@@ -1160,6 +1160,7 @@ uint16_t uiw_port_flush_queued(struct uiw_port *port)
 	for (uint16_t i = 0; i < sent; i++)
 		port->counters[UIW_PORT_C_tx_bytes] += len[i];
 	port->counters[UIW_PORT_C_tx_packets] += sent;
+	port->counters[UIW_PORT_C_tx_bursts] += sent != 0;
 	/* Frames the PMD did not take stay, in order, for the next flush, unless its link is
 	 * down (then nothing will take them: dropped, as TCP's timers expect of a dead link). */
 	if (sent == 0 && n > 0 && port->port_id != UIW_PORT_NONE) {

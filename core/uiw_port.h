@@ -28,8 +28,10 @@
 #define UIW_PORT_COUNTERS(X)                                                         \
 	X(rx_packets, "frames received from the PMD")                                \
 	X(rx_bytes, "bytes received from the PMD")                                   \
+	X(rx_bursts, "receive bursts that brought frames (rx_packets / rx_bursts: frames a burst)") \
 	X(tx_packets, "frames the PMD accepted")                                     \
 	X(tx_bytes, "bytes the PMD accepted")                                        \
+	X(tx_bursts, "transmit bursts the PMD took frames from (tx_packets / tx_bursts: frames a burst)") \
 	X(tx_drop_full, "frames dropped: the PMD's TX ring and ours full, or the link down") \
 	X(tx_busy, "frames the PMD refused for now (kept, offered again)")           \
 	X(tx_drop_too_big, "frames dropped: longer than the port's MTU allows")         \
@@ -192,6 +194,7 @@ static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts
 	uint16_t got = port->rx_burst(port, pkts, n);
 
 	port->counters[UIW_PORT_C_rx_packets] += got;
+	port->counters[UIW_PORT_C_rx_bursts] += got != 0;
 	for (uint16_t i = 0; i < got; i++)
 		port->counters[UIW_PORT_C_rx_bytes] += pkts[i]->pkt_len;
 	return got;

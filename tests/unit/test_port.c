@@ -39,6 +39,7 @@ START_TEST(refused_frames_kept_for_the_next_flush)
 	}
 	ck_assert_uint_eq(uiw_port_flush(&fp.port), 3);
 	ck_assert_uint_eq(fp.nsent, 3);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_bursts], 1);
 	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_packets], 3);
 	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_bytes], 180);
 	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_busy], 2);
@@ -47,6 +48,7 @@ START_TEST(refused_frames_kept_for_the_next_flush)
 	ck_assert_uint_eq(uiw_port_tx_room(&fp.port), UIW_PORT_TX_BUF - 2);
 	ck_assert_uint_eq(uiw_port_flush(&fp.port), 2);
 	ck_assert_uint_eq(fp.port.tx_n, 0);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_bursts], 2);
 	for (unsigned i = 0; i < 5; i++)
 		ck_assert_uint_eq(rte_pktmbuf_mtod(fp.sent[i], uint8_t *)[0], i);
 }
@@ -84,6 +86,8 @@ START_TEST(full_queue_with_a_stuck_pmd_drops_new_frames)
 	uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
 	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_full], 1);
 	ck_assert_uint_eq(fp.port.tx_n, UIW_PORT_TX_BUF);
+	ck_assert_uint_eq(uiw_port_flush(&fp.port), 0);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_bursts], 0);   /* it took none */
 	fp.accept = UINT32_MAX;
 	ck_assert_uint_eq(uiw_port_flush(&fp.port), UIW_PORT_TX_BUF);
 	ck_assert_uint_eq(fp.nsent, UIW_PORT_TX_BUF);
@@ -190,6 +194,10 @@ START_TEST(ring_pair_carries_frames_both_ways)
 	ck_assert_uint_eq(uiw_port_rx(&a, rx, 4), 0);
 	ck_assert_uint_eq(a.counters[UIW_PORT_C_tx_bytes], 100);
 	ck_assert_uint_eq(b.counters[UIW_PORT_C_rx_bytes], 100);
+	/* Bursts count only when frames moved: the empty poll of a above adds none. */
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_tx_bursts], 1);
+	ck_assert_uint_eq(a.counters[UIW_PORT_C_rx_bursts], 1);
+	ck_assert_uint_eq(b.counters[UIW_PORT_C_rx_bursts], 1);
 	uiw_port_close(&a);
 	uiw_port_close(&b);
 }
