@@ -670,7 +670,7 @@ static void rs_sleep(struct rs *rs, int ms)
 	if (!uiw_threaded || !uiw_progress_thread) {   /* this thread runs the stack */
 		uiw_verbs_progress();   /* one thread: this one runs the stack */
 	} else {
-		uiw_progress_kick();
+		uiw_progress_kick(true);
 		if (poll(p, n, ms < 0 || ms > 100 ? 100 : ms) < 0 && errno != EINTR)
 			usleep(1000);
 	}
@@ -1314,7 +1314,7 @@ static void poll_sleep(struct pollfd *fds, nfds_t n, struct rs **rss, int ms)
 		poll(w, k, 0);
 		uiw_verbs_progress();
 	} else {
-		uiw_progress_kick();
+		uiw_progress_kick(true);
 		poll(w, k, ms < 0 || ms > 100 ? 100 : ms);
 	}
 	for (nfds_t i = 0; i < n; i++) {

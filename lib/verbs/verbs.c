@@ -45,8 +45,9 @@ static struct uiw_eng *threaded[UIW_VERBS_MAX_DEVICES * UIW_MAX_ENGINES];
 static unsigned engines_wanted;   /* API callers taking the engines' locks */
 
 /* The static library has no instance or thread of its own (dropin.c makes them). */
-__attribute__((weak)) void uiw_progress_kick(void)
+__attribute__((weak)) void uiw_progress_kick(bool sleeping)
 {
+	(void)sleeping;
 }
 
 __attribute__((weak)) void uiw_progress_wake(void)
@@ -479,7 +480,7 @@ bool uiw_wait_some(int fd, bool nonblock)
 		 * stack without waiting out its nap (a caller that calls again at once makes
 		 * its own passes, and the thread gives way again). */
 		if (nonblock) {
-			uiw_progress_kick();
+			uiw_progress_kick(false);
 			errno = EAGAIN;
 		}
 		return !nonblock;
@@ -492,7 +493,7 @@ bool uiw_wait_some(int fd, bool nonblock)
 	if (uiw_api_engines > 0)
 		uiw_engines_go();
 	uiw_big_lock_give();
-	uiw_progress_kick();   /* this thread sleeps: the stack is the progress thread's */
+	uiw_progress_kick(true);   /* this thread sleeps: the stack is the progress thread's */
 	if (poll(&p, 1, 10) < 0) {
 		if (errno == EINTR)
 			interrupted = signal_ends_wait();

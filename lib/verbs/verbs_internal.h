@@ -222,8 +222,10 @@ bool uiw_cm_channel_pending(struct rdma_event_channel *channel);
  * its progress thread. */
 int uiw_dropin_ensure(void);
 /* dropin.c (a weak no-op in the static library): ends the progress thread's nap, for a
- * program thread about to block while the stack needs running. */
-void uiw_progress_kick(void);
+ * program thread about to block while the stack needs running. @p sleeping: the caller
+ * sleeps in a wait of the stack's own (a blocking call); else a non-blocking call found
+ * nothing, and its caller may sleep in a poll() of its own. */
+void uiw_progress_kick(bool sleeping);
 /* dropin.c (a weak no-op in the static library): ends the progress thread's nap only. */
 void uiw_progress_wake(void);
 

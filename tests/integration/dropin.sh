@@ -209,6 +209,14 @@ for e in 0 1; do
 		echo "ok: two engines: engine $e opened $opened of 200 connections"
 	fi
 done
+# ucmatose waits for its CM events in blocking rdma_get_cm_event(): each such wait leaves
+# the stack to the progress thread, counted (progress.kicks_wait).
+kicks=$(awk '$1 == "progress.kicks_wait" { print $2 }' "$tmp/client.log")
+if [ "${kicks:-0}" -lt 1 ]; then
+	bad "ucmatose: its blocking waits are not counted (progress.kicks_wait ${kicks:-missing})"
+else
+	echo "ok: ucmatose: $kicks blocking waits left the stack to the progress thread"
+fi
 client_env=()
 rping_pair memif
 # Two QPs each: one on each engine; engine 1 runs on a thread of its own and must carry

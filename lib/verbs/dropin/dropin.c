@@ -89,6 +89,8 @@ static struct {
 	unsigned long late_passes;   /* passes that waited more than LATE_PASS_NS for a core */
 	unsigned long lock_busy;     /* times the thread found a program thread in a call */
 	unsigned long passes;        /* passes the thread made for the program */
+	unsigned long kicks_wait;    /* program threads that left the stack to the thread to sleep */
+	unsigned long kicks_nonblock; /* non-blocking calls that found nothing and kicked it */
 	unsigned long naps;          /* naps while the program polled */
 	unsigned long yields;        /* passes after which the thread gave its core back */
 	unsigned long idle_naps;     /* naps after a quiet spell, the program blocked */
@@ -367,6 +369,9 @@ static void print_counters(void)
 		"  progress.yields             %12lu  # passes after which the thread gave way\n"
 		"  progress.idle_naps          %12lu  # naps after a quiet spell\n",
 		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.idle_naps);
+	fprintf(stderr, "  progress.kicks_wait         %12lu  # blocking calls that left the stack to the thread while they slept\n"
+		"  progress.kicks_nonblock     %12lu  # non-blocking calls that found nothing and woke the thread\n",
+		inst.kicks_wait, inst.kicks_nonblock);
 	fprintf(stderr, "  progress.bias_renews        %12lu  # times the lock was biased to the polling thread\n"
 		"  progress.bias_revokes       %12lu  # times another thread took the bias back\n"
 		"  progress.calls_biased       %12lu  # program calls that took the lock by the bias\n"
@@ -408,9 +413,12 @@ int uiw_dropin_ensure(void)
 	return inst.err;
 }
 
-void uiw_progress_kick(void)
+void uiw_progress_kick(bool sleeping)
 {
 	uint64_t one = 1;
+
+	/* From any program thread, with or without the lock. */
+	__atomic_fetch_add(sleeping ? &inst.kicks_wait : &inst.kicks_nonblock, 1, __ATOMIC_RELAXED);
 
 	/* The program makes no pass of its own from here: the thread need not give way. The
 	 * store, then the load (nap() does the opposite pair): one of the two sees the other. */
