@@ -826,8 +826,9 @@ START_TEST(send_waits_for_a_receive)
 		}
 	}
 	/* Progress passes (the doorbells too), taking nothing, until the receiver's window has
-	 * shut (under one MSS, where uiw_tcp_ulp_held() owes an update): at 5% loss under a sanitizer the sender may need more than the first 200 ms
-	 * to fill it. Then 200 ms more, so that the ACK saying so has gone out. */
+	 * shut (under one MSS, where uiw_tcp_ulp_held() owes an update): at 5% loss under a
+	 * sanitizer the sender may need more than the first 200 ms to fill it. Then 200 ms
+	 * more, so that the ACK saying so has gone out. */
 	const struct uiw_tcp_conn *rtc = uiw_mpa_tcp(uiw_qp_conn(uiw_verbs_qp_core(srv.id->qp)));
 	uint64_t start = uiw_now_ns(), until = start + 200 * UIW_NS_PER_MS;
 
