@@ -81,14 +81,77 @@ static inline void uiw_pool_prefetch_next(struct rte_mempool *pool, unsigned dep
 		uiw_prefetch_for_write((const char *)cache->objs[cache->len - k] + data + off, len);
 }
 
-/** Whether a segment of the chain @p m refers to memory outside the pool (an external
- *  buffer, or an mbuf attached to one): memory lent by its owner. */
+/** Whether a segment of the chain @p m refers to memory outside its own buffer (an
+ *  external buffer: memory lent by its owner, or a pool mbuf's buffer, uiw_mbuf_over()). */
 static inline bool uiw_mbuf_has_extbuf(const struct rte_mbuf *m)
 {
 	for (; m != NULL; m = m->next)
 		if (RTE_MBUF_HAS_EXTBUF(m))
 			return true;
 	return false;
+}
+
+/** The free callback of a frame over a pool mbuf's buffer (uiw_mbuf_over()): gives back
+ *  the frame's reference on that mbuf, @p opaque. */
+void uiw_mbuf_over_done(void *addr, void *opaque);
+
+/** Whether @p m is a frame over a pool mbuf's buffer (uiw_mbuf_over()). */
+static inline bool uiw_mbuf_is_over(const struct rte_mbuf *m)
+{
+	return RTE_MBUF_HAS_EXTBUF(m) && m->shinfo->free_cb == uiw_mbuf_over_done;
+}
+
+/** Whether a segment of the chain @p m refers to lent memory: an external buffer other
+ *  than a pool mbuf's (uiw_mbuf_over(), which holds that mbuf while it lives). */
+static inline bool uiw_mbuf_has_lent(const struct rte_mbuf *m)
+{
+	for (; m != NULL; m = m->next)
+		if (RTE_MBUF_HAS_EXTBUF(m) && !uiw_mbuf_is_over(m))
+			return true;
+	return false;
+}
+
+/** Whether uiw_mbuf_over() may build a frame of @p hlen octets of headers so far, and
+ *  @p below more to come in front of them, over @p m: a pool mbuf of its own buffer that
+ *  nothing else refers to (so no other frame is over it: its headroom is free). */
+static inline bool uiw_mbuf_over_ok(const struct rte_mbuf *m, uint16_t hlen, uint16_t below)
+{
+	return RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1 &&
+	       rte_pktmbuf_headroom(m) >= (uint32_t)hlen + below;
+}
+
+/**
+ * Makes @p f, a pool mbuf of one segment holding only headers (its @c data_len octets),
+ * a frame of those headers and the data of @p m, without copying the data: the headers
+ * are moved into @p m's headroom in front of its data, and @p f is attached to @p m's
+ * buffer as an external buffer. The frame holds a reference on @p m until it is freed, so
+ * the send queue may let @p m go (acknowledged) while a PMD still has the frame.
+ *
+ * The shared info lives in @p f's own buffer, unused while @p f is attached, with a count
+ * of 1: DPDK's free then takes no atomic operation, and its callback gives the reference
+ * back by a plain store. So the frame must be freed in the thread that owns @p m: by a PMD
+ * that copies each frame and frees it inside tx_burst (uiw_port.tx_ext), or by the stack.
+ * Requires uiw_mbuf_over_ok(@p m, @p f's data_len, the headers to come).
+ */
+static inline void uiw_mbuf_over(struct rte_mbuf *f, struct rte_mbuf *m)
+{
+	uint16_t hlen = f->data_len;
+	char *own = (char *)rte_mbuf_buf_addr(f, f->pool);
+	/* In the headroom's second line, where the headers of a frame built in @p f would
+	 * have gone: a line the pool's last use of @p f most likely left in this cache. */
+	struct rte_mbuf_ext_shared_info *si =
+		(struct rte_mbuf_ext_shared_info *)(own + RTE_CACHE_LINE_SIZE);
+	uint16_t off = (uint16_t)(m->data_off - hlen);
+
+	memcpy((char *)m->buf_addr + off, own + f->data_off, hlen);
+	si->free_cb = uiw_mbuf_over_done;
+	si->fcb_opaque = m;
+	rte_mbuf_ext_refcnt_set(si, 1);
+	rte_pktmbuf_attach_extbuf(f, m->buf_addr, rte_mbuf_iova_get(m), m->buf_len, si);
+	f->data_off = off;
+	f->data_len = (uint16_t)(hlen + m->data_len);
+	f->pkt_len = f->data_len;
+	rte_mbuf_refcnt_set(m, 2);
 }
 
 /** Shortens the chain @p m to its first @p len octets (at most its length). */

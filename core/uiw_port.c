@@ -1105,7 +1105,7 @@ void uiw_port_drop_external(struct uiw_port *port)
 	port->tx_retry_ns = 0;
 	uiw_port_flush(port);
 	for (uint16_t i = 0; i < port->tx_n; i++) {
-		if (uiw_mbuf_has_extbuf(port->tx_buf[i])) {
+		if (uiw_mbuf_has_lent(port->tx_buf[i])) {
 			rte_pktmbuf_free(port->tx_buf[i]);
 			port->counters[UIW_PORT_C_tx_drop_lent]++;
 		} else {

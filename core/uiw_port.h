@@ -222,7 +222,8 @@ static inline uint16_t uiw_port_flush(struct uiw_port *port)
 }
 
 /** Flushes, then drops the queued frames the PMD did not take that refer to lent memory
- *  (counted as tx_drop_lent): their owner is taking the memory back. */
+ *  (counted as tx_drop_lent): their owner is taking the memory back. A frame over a pool
+ *  mbuf's buffer (uiw_mbuf_over()) holds that mbuf, and stays. */
 void uiw_port_drop_external(struct uiw_port *port);
 
 /**

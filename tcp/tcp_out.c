@@ -215,6 +215,36 @@ static int32_t noted_sum(const struct uiw_tcp_conn *c, const struct rte_mbuf *m,
 	return (int32_t)(m->hash.usr & 0xffff);
 }
 
+/*
+ * Where the PMD copies each frame and frees it inside tx_burst (tx_ext), a segment of one
+ * whole queued mbuf (an FPDU, mostly) goes out as a frame over that mbuf's own buffer, its
+ * headers in the mbuf's headroom (uiw_mbuf_over()): the PMD's copy is then the only one,
+ * where TCP's copy of the FPDU into a frame was 6% of a memif sender's time. The frame
+ * holds the mbuf until the PMD frees it, acknowledged or not. Not while another frame is
+ * over it (a retransmission while the first waits in the port's queue): its headroom holds
+ * that frame's headers, and the piece is copied. Short ones are copied as well
+ * (UIW_TCP_TX_OVER_MIN): the attachment costs more than the copy. @p seg holds only
+ * headers; @p psum as for sndq_put(). @return false when @p m is to be copied.
+ */
+static bool segment_over(struct uiw_tcp_conn *c, struct rte_mbuf *m, struct rte_mbuf *seg,
+			 uint32_t *psum)
+{
+	if (!uiw_mbuf_over_ok(m, seg->data_len, UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN)) {
+		if (rte_mbuf_refcnt_read(m) > 1)
+			tcp_count(c->tcp, UIW_TCP_C_tx_over_busy);
+		return false;
+	}
+	if (psum != NULL && *psum != PAYLOAD_SUM_NONE) {
+		int32_t known = noted_sum(c, m, 0, m->data_len);
+
+		/* After a header of even length; none noted: the frame is read. */
+		*psum = known != SUM_UNKNOWN ? *psum + (uint16_t)known : PAYLOAD_SUM_NONE;
+	}
+	uiw_mbuf_over(seg, m);
+	tcp_count(c->tcp, UIW_TCP_C_tx_over);
+	return true;
+}
+
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
  * mbuf on the queued data chained after the header, so the payload is not copied; the
  * queued mbuf then lives until both the queue and the PMD are done with it. *@p psum
@@ -228,6 +258,9 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 	struct rte_mbuf *t = *last, *mi;
 	char *dst;
 
+	/* A frame over a queued mbuf's buffer is that mbuf's data and its headers, whole. */
+	if (uiw_mbuf_is_over(seg))
+		return false;
 	if (psum != NULL && t != seg)
 		*psum = PAYLOAD_SUM_NONE;
 
@@ -243,6 +276,10 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 		seg->pkt_len += n;
 		return true;
 	}
+
+	if (c->tcp->port->tx_ext && !tso && t == seg && seg->pkt_len == seg->data_len &&
+	    off == 0 && n == m->data_len && n >= UIW_TCP_TX_OVER_MIN && segment_over(c, m, seg, psum))
+		return true;
 
 	/* Lent memory goes to the PMD by reference only where the PMD copies the frame at
 	 * once (uiw_port.tx_ext); else it is copied here. A short piece is copied too: an
@@ -702,6 +739,7 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 			return -ENOMEM;
 		}
 	}
+	th = rte_pktmbuf_mtod(m, struct uiw_tcp_hdr *);   /* moved when over a queued mbuf */
 	if (n < len)
 		flags &= (uint8_t)~UIW_TCP_FIN; /* the FIN goes with the last byte only */
 	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(uiw_tcp_rcv_window(c), 0xffffu) : adv_window(c);

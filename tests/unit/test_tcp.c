@@ -1783,6 +1783,81 @@ START_TEST(noted_sum_taken_when_copied_whole)
 }
 END_TEST
 
+/*
+ * On a port that copies each frame itself (uiw_port.tx_ext), a segment of one whole queued
+ * record goes out as a frame over the record's own buffer (uiw_mbuf_over()), and holds
+ * it: the tail loss probe sent while that frame is still the PMD's (the fake port keeps
+ * what it is given) is copied, and leaves the first frame's headers as they were; the
+ * acknowledgement lets the queue go of the record, but the record stays until the last
+ * frame over it is freed; once none is, the RTO's retransmission goes over it again.
+ */
+START_TEST(frames_over_queued_records)
+{
+	struct out syn = establish_passive(NULL, 0), o, r;
+	const uint64_t *ctr = uiw_tcp_counters(T);
+	uint8_t d[500], f0[2048], f0_again[2048];   /* a record within the MSS (536) */
+	size_t n0;
+	unsigned in_use;
+	struct rte_mbuf *m;
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 13 + 7);
+	fx_port.port.tx_ext = true;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	m = frame_copy(d, sizeof(d));
+	uiw_tcp_mark_summed(ev.accepted, m, uiw_raw_sum(d, sizeof(d)));
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, m, UIW_TCP_SEND_RECORD), 0);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	ck_assert(uiw_mbuf_is_over(fx_port.sent[0]));
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_over], 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.len, sizeof(d));
+	ck_assert_mem_eq(o.data, d, sizeof(d));
+	n0 = frame_bytes(fx_port.sent[0], f0, sizeof(f0));
+
+	/* The tail loss probe, the first frame still held: copied. */
+	advance(5 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tail_loss_probes], 1);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_over_busy], 1);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_over], 1);
+	ck_assert(!uiw_mbuf_is_over(fx_port.sent[1]));
+	sent(1, &r);
+	ck_assert_uint_eq(r.seq, o.seq);
+	ck_assert_uint_eq(r.len, sizeof(d));
+	ck_assert_mem_eq(r.data, d, sizeof(d));
+	ck_assert_uint_eq(frame_bytes(fx_port.sent[0], f0_again, sizeof(f0_again)), n0);
+	ck_assert_mem_eq(f0_again, f0, n0);
+
+	/* Both frames freed: the RTO's retransmission goes over the record again. */
+	fake_port_clear(&fx_port);
+	advance(250 * MS);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_rto_expiries], 1);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	ck_assert(uiw_mbuf_is_over(fx_port.sent[0]));
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_over], 2);
+	sent(0, &r);
+	ck_assert_uint_eq(r.seq, o.seq);
+	ck_assert_mem_eq(r.data, d, sizeof(d));
+	n0 = frame_bytes(fx_port.sent[0], f0, sizeof(f0));
+
+	/* Acknowledged while that frame is held: the record outlives the queue's hold. */
+	in_use = test_pool_in_use();
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1 + sizeof(d), .flags = UIW_TCP_ACK,
+			      .win = 65535 });
+	ck_assert_uint_eq(ev.accepted->snd_una, syn.seq + 1 + sizeof(d));
+	ck_assert_uint_eq(test_pool_in_use(), in_use);
+	ck_assert_uint_eq(frame_bytes(fx_port.sent[0], f0_again, sizeof(f0_again)), n0);
+	ck_assert_mem_eq(f0_again, f0, n0);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	fake_port_clear(&fx_port);
+	ck_assert_uint_eq(test_pool_in_use(), in_use - 2);   /* the frame and the record */
+	fx_port.port.tx_ext = false;
+}
+END_TEST
+
 /* The lent memory of the gathered records below: its count, and how often it fell to 0. */
 static struct rte_mbuf_ext_shared_info gather_lend;
 static unsigned gather_lend_freed;
@@ -2434,6 +2509,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
+	tcase_add_test(tc, frames_over_queued_records);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
