@@ -12,6 +12,7 @@
 #include "frames.h"
 #include "uiw_capture.h"
 #include "uiw_fault.h"
+#include "uiw_mbuf.h"
 #include "uiw_pci.h"
 #include "uiw_port.h"
 #include "uiw_time.h"
@@ -91,6 +92,68 @@ START_TEST(full_queue_with_a_stuck_pmd_drops_new_frames)
 	fp.accept = UINT32_MAX;
 	ck_assert_uint_eq(uiw_port_flush(&fp.port), UIW_PORT_TX_BUF);
 	ck_assert_uint_eq(fp.nsent, UIW_PORT_TX_BUF);
+}
+END_TEST
+
+/* Lent memory given back by the test below: how often its count fell to 0. */
+static unsigned lent_freed;
+
+static void lent_free(void *addr, void *opaque)
+{
+	(void)addr;
+	(void)opaque;
+	lent_freed++;
+}
+
+/*
+ * uiw_port_drop_external(), as the owner of lent memory takes it back: of the frames the
+ * PMD has not taken, the one on lent memory goes (tx_drop_lent, its lender told), while a
+ * plain frame and a frame over a pool mbuf's buffer (uiw_mbuf_over(), holding that mbuf
+ * though the layer that queued it has let it go) stay, and go out whole at the next flush;
+ * freed, the frame over the mbuf frees it too (the leak check).
+ */
+START_TEST(only_frames_on_lent_memory_dropped_for_their_lender)
+{
+	static uint8_t lent[64];
+	struct rte_mbuf_ext_shared_info info = { .free_cb = lent_free };
+	uint8_t f[60], want[60], got[60];
+	struct rte_mbuf *l, *h, *rec;
+
+	for (unsigned i = 0; i < sizeof(f); i++)
+		f[i] = (uint8_t)(i * 5 + 1);
+	fake_port_init(&fp, MAC_US);
+	fp.accept = 0;
+	lent_freed = 0;
+	rte_mbuf_ext_refcnt_set(&info, 1);
+	uiw_port_tx(&fp.port, frame_copy(f, sizeof(f)));
+	l = rte_pktmbuf_alloc(test_pool());
+	ck_assert_ptr_nonnull(l);
+	rte_pktmbuf_attach_extbuf(l, lent, RTE_BAD_IOVA, sizeof(lent), &info);
+	l->data_len = l->pkt_len = sizeof(lent);
+	uiw_port_tx(&fp.port, l);
+	/* 20 octets of headers, then a record of 40 that its queue lets go of at once. */
+	h = frame_copy(f, 20);
+	rec = frame_copy(f + 20, 40);
+	ck_assert(uiw_mbuf_over_ok(rec, h->data_len, 0));
+	uiw_mbuf_over(h, rec);
+	ck_assert(uiw_mbuf_is_over(h));
+	ck_assert(!uiw_mbuf_has_lent(h));
+	ck_assert(uiw_mbuf_has_lent(l));
+	ck_assert(!uiw_mbuf_over_ok(rec, 20, 0));   /* a frame is over it */
+	rte_pktmbuf_free(rec);
+	uiw_port_tx(&fp.port, h);
+	memcpy(want, f, sizeof(want));
+
+	uiw_port_drop_external(&fp.port);
+	ck_assert_uint_eq(fp.port.counters[UIW_PORT_C_tx_drop_lent], 1);
+	ck_assert_uint_eq(lent_freed, 1);
+	ck_assert_uint_eq(fp.port.tx_n, 2);
+	fp.accept = UINT32_MAX;
+	ck_assert_uint_eq(uiw_port_flush(&fp.port), 2);
+	ck_assert_uint_eq(fp.nsent, 2);
+	ck_assert_uint_eq(frame_bytes(fp.sent[1], got, sizeof(got)), sizeof(want));
+	ck_assert_mem_eq(got, want, sizeof(want));
+	fake_port_clear(&fp);
 }
 END_TEST
 
@@ -409,6 +472,7 @@ static Suite *port_suite(void)
 	tcase_add_test(tc, full_queue_with_a_stuck_pmd_drops_new_frames);
 	tcase_add_test(tc, frames_over_the_mtu_dropped_not_retried);
 	tcase_add_test(tc, full_tx_buffer_flushes_itself);
+	tcase_add_test(tc, only_frames_on_lent_memory_dropped_for_their_lender);
 	tcase_add_test(tc, ring_pair_carries_frames_both_ways);
 	tcase_add_test(tc, fault_wrapper_releases_held_frames_on_time);
 	tcase_add_test(tc, capture_writes_each_sent_frame_once);
