@@ -130,7 +130,8 @@ static inline bool uiw_mbuf_over_ok(const struct rte_mbuf *m, uint16_t hlen, uin
  * The shared info lives in @p f's own buffer, unused while @p f is attached, with a count
  * of 1: DPDK's free then takes no atomic operation, and its callback gives the reference
  * back by a plain store. So the frame must be freed in the thread that owns @p m: by a PMD
- * that copies each frame and frees it inside tx_burst (uiw_port.tx_ext), or by the stack.
+ * that frees each frame inside tx_burst (uiw_port.tx_ext, uiw_port.tx_over), or by the
+ * stack.
  * Requires uiw_mbuf_over_ok(@p m, @p f's data_len, the headers to come).
  */
 static inline void uiw_mbuf_over(struct rte_mbuf *f, struct rte_mbuf *m)

@@ -92,6 +92,11 @@ struct uiw_port {
 	bool tx_dma;                  /**< a PCI NIC reading frames through the IOMMU with IOVA
 	                               *   as the address: frames may point into registered
 	                               *   memory mapped for it (uiw_dma.h) */
+	bool tx_over;                 /**< the PMD keeps each frame until its peer has read
+	                               *   it, then frees it inside a later tx_burst, in the
+	                               *   sending thread (virtio-user): frames may be built
+	                               *   over queued mbufs (uiw_mbuf_over()), as on tx_ext
+	                               *   ports */
 	bool tx_prepare;              /**< offloads on: rte_eth_tx_prepare() before each burst */
 	uint16_t tx_n;
 	uint64_t tx_retry_ns;         /**< a ring that took nothing is offered again from here */

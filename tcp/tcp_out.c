@@ -216,15 +216,18 @@ static int32_t noted_sum(const struct uiw_tcp_conn *c, const struct rte_mbuf *m,
 }
 
 /*
- * Where the PMD copies each frame and frees it inside tx_burst (tx_ext), a segment of one
- * whole queued mbuf (an FPDU, mostly) goes out as a frame over that mbuf's own buffer, its
- * headers in the mbuf's headroom (uiw_mbuf_over()): the PMD's copy is then the only one,
- * where TCP's copy of the FPDU into a frame was 6% of a memif sender's time. The frame
- * holds the mbuf until the PMD frees it, acknowledged or not. Not while another frame is
- * over it (a retransmission while the first waits in the port's queue): its headroom holds
- * that frame's headers, and the piece is copied. Short ones are copied as well
- * (UIW_TCP_TX_OVER_MIN): the attachment costs more than the copy. @p seg holds only
- * headers; @p psum as for sndq_put(). @return false when @p m is to be copied.
+ * Where the PMD frees each frame in this thread, inside tx_burst (tx_ext: it copies the
+ * frame there; tx_over: it keeps the frame until the peer has read it, virtio-user), a
+ * segment of one whole queued mbuf (an FPDU, mostly) goes out as a frame over that mbuf's
+ * own buffer, its headers in the mbuf's headroom (uiw_mbuf_over()). On a copying PMD the
+ * PMD's copy is then the only one, where TCP's copy of the FPDU into a frame was 6% of a
+ * memif sender's time; on virtio-user the frame is one buffer, not a header and an
+ * indirect mbuf with its atomic count. The frame holds the mbuf until the PMD frees it,
+ * acknowledged or not. Not while another frame is over it (a retransmission while the
+ * first waits in the port's queue or the PMD's ring): its headroom holds that frame's
+ * headers, and the piece is copied. Short ones are copied as well (UIW_TCP_TX_OVER_MIN):
+ * the attachment costs more than the copy. @p seg holds only headers; @p psum as for
+ * sndq_put(). @return false when @p m is to be copied.
  */
 static bool segment_over(struct uiw_tcp_conn *c, struct rte_mbuf *m, struct rte_mbuf *seg,
 			 uint32_t *psum)
@@ -277,8 +280,9 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 		return true;
 	}
 
-	if (c->tcp->port->tx_ext && !tso && t == seg && seg->pkt_len == seg->data_len &&
-	    off == 0 && n == m->data_len && n >= UIW_TCP_TX_OVER_MIN && segment_over(c, m, seg, psum))
+	if ((c->tcp->port->tx_ext || c->tcp->port->tx_over) && !tso && t == seg &&
+	    seg->pkt_len == seg->data_len && off == 0 && n == m->data_len &&
+	    n >= UIW_TCP_TX_OVER_MIN && segment_over(c, m, seg, psum))
 		return true;
 
 	/* Lent memory goes to the PMD by reference only where the PMD copies the frame at

@@ -1784,12 +1784,14 @@ START_TEST(noted_sum_taken_when_copied_whole)
 END_TEST
 
 /*
- * On a port that copies each frame itself (uiw_port.tx_ext), a segment of one whole queued
- * record goes out as a frame over the record's own buffer (uiw_mbuf_over()), and holds
- * it: the tail loss probe sent while that frame is still the PMD's (the fake port keeps
- * what it is given) is copied, and leaves the first frame's headers as they were; the
- * acknowledgement lets the queue go of the record, but the record stays until the last
- * frame over it is freed; once none is, the RTO's retransmission goes over it again.
+ * On a port whose PMD frees each frame in the sending thread (_i: 0, one that copies each
+ * frame, uiw_port.tx_ext; 1, one that keeps frames until its peer has read them,
+ * uiw_port.tx_over), a segment of one whole queued record goes out as a frame over the
+ * record's own buffer (uiw_mbuf_over()), and holds it: the tail loss probe sent while that
+ * frame is still the PMD's (the fake port keeps what it is given) is copied, and leaves
+ * the first frame's headers as they were; the acknowledgement lets the queue go of the
+ * record, but the record stays until the last frame over it is freed; once none is, the
+ * RTO's retransmission goes over it again.
  */
 START_TEST(frames_over_queued_records)
 {
@@ -1802,7 +1804,8 @@ START_TEST(frames_over_queued_records)
 
 	for (unsigned i = 0; i < sizeof(d); i++)
 		d[i] = (uint8_t)(i * 13 + 7);
-	fx_port.port.tx_ext = true;
+	fx_port.port.tx_ext = _i == 0;
+	fx_port.port.tx_over = _i == 1;
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
 	m = frame_copy(d, sizeof(d));
 	uiw_tcp_mark_summed(ev.accepted, m, uiw_raw_sum(d, sizeof(d)));
@@ -1855,6 +1858,7 @@ START_TEST(frames_over_queued_records)
 	fake_port_clear(&fx_port);
 	ck_assert_uint_eq(test_pool_in_use(), in_use - 2);   /* the frame and the record */
 	fx_port.port.tx_ext = false;
+	fx_port.port.tx_over = false;
 }
 END_TEST
 
@@ -2509,7 +2513,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
-	tcase_add_test(tc, frames_over_queued_records);
+	tcase_add_loop_test(tc, frames_over_queued_records, 0, 2);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
