@@ -421,8 +421,10 @@ static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(c->m->pool);
 
-	if (m != NULL && !uiw_tcp_tx_frames_copied(c->tcp))
+	if (m != NULL && !uiw_tcp_tx_frames_copied(c->tcp)) {
+		uiw_tcp_ready_over(c->tcp, m, wire);
 		uiw_pool_prefetch_next(c->m->pool, 1, 0, wire);
+	}
 	return m;
 }
 

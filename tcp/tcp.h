@@ -203,6 +203,15 @@ uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c);
  *  it has just written into one. */
 bool uiw_tcp_tx_frames_copied(const struct uiw_tcp_conn *c);
 
+/**
+ * Readies @p m, a pool mbuf fresh from the pool that the caller will fill with @p len
+ * octets and queue whole (an FPDU), to go out as a frame over its own buffer (the headers
+ * in its headroom) where another core reads the frames (uiw_port.tx_over): its data is
+ * moved so that the headers of a data segment start on a cache line, and their lines are
+ * asked for, for writing, now. Nothing on other ports.
+ */
+void uiw_tcp_ready_over(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t len);
+
 /** True when TCP sums what it sends itself (the port has no TCP checksum offload): a caller
  *  that copies its data anyway may sum it in that pass (uiw_tcp_mark_summed()). */
 bool uiw_tcp_sums_wanted(const struct uiw_tcp_conn *c);

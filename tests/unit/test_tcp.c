@@ -1862,6 +1862,53 @@ START_TEST(frames_over_queued_records)
 }
 END_TEST
 
+/*
+ * uiw_tcp_ready_over(): on a port whose frames another core reads (uiw_port.tx_over), an
+ * mbuf readied for a record has its data moved so that a data segment's headers (66
+ * octets with timestamps) start on a cache line, where they would have spilled 2 octets
+ * into the line before; not when the record would no longer fit, and not on other
+ * ports. The record then goes out as a frame over that mbuf, starting on the line.
+ */
+START_TEST(ready_over_puts_the_headers_on_a_line)
+{
+	struct out syn = establish_passive(syn_opts, sizeof(syn_opts)), o;
+	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 101 }, d[1000];
+	struct uiw_tcp_conn *c = ev.accepted;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(test_pool()), *full = rte_pktmbuf_alloc(test_pool());
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(full);
+	ck_assert_uint_eq(m->data_off, RTE_PKTMBUF_HEADROOM);
+	uiw_tcp_ready_over(c, m, sizeof(d));   /* not a tx_over port */
+	ck_assert_uint_eq(m->data_off, RTE_PKTMBUF_HEADROOM);
+	fx_port.port.tx_over = true;
+	uiw_tcp_ready_over(c, full, rte_pktmbuf_tailroom(full));
+	ck_assert_uint_eq(full->data_off, RTE_PKTMBUF_HEADROOM);
+	rte_pktmbuf_free(full);
+	uiw_tcp_ready_over(c, m, sizeof(d));
+	ck_assert_uint_eq((m->data_off - 66u) % RTE_CACHE_LINE_SIZE, 0);
+	ck_assert_uint_eq(m->data_off, RTE_PKTMBUF_HEADROOM + 2);
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 3 + 1);
+	memcpy(rte_pktmbuf_append(m, sizeof(d)), d, sizeof(d));
+	uiw_tcp_mark_summed(c, m, uiw_raw_sum(d, sizeof(d)));
+	ck_assert_int_eq(uiw_tcp_send(c, m, UIW_TCP_SEND_RECORD), 0);
+	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .opts = ts, .optlen = 12, .win = 1000 });
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	ck_assert(uiw_mbuf_is_over(fx_port.sent[0]));
+	ck_assert_uint_eq((uintptr_t)rte_pktmbuf_mtod(fx_port.sent[0], char *) % RTE_CACHE_LINE_SIZE, 0);
+	sent(0, &o);
+	ck_assert_uint_eq(o.optlen, 12);
+	ck_assert_uint_eq(o.len, sizeof(d));
+	ck_assert_mem_eq(o.data, d, sizeof(d));
+	fake_port_clear(&fx_port);
+	fx_port.port.tx_over = false;
+}
+END_TEST
+
 /* The lent memory of the gathered records below: its count, and how often it fell to 0. */
 static struct rte_mbuf_ext_shared_info gather_lend;
 static unsigned gather_lend_freed;
@@ -2514,6 +2561,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
 	tcase_add_loop_test(tc, frames_over_queued_records, 0, 2);
+	tcase_add_test(tc, ready_over_puts_the_headers_on_a_line);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
