@@ -67,7 +67,7 @@
 	X(tx_segs, "segments sent")                                                          \
 	X(tx_tso_frames, "frames of many segments handed to the PMD to cut (TSO)")           \
 	X(tx_over, "segments sent as frames over their queued mbuf's own buffer, not copied")  \
-	X(tx_over_busy, "segments copied, not sent over their mbuf: a frame over it still queued") \
+	X(tx_over_busy, "segments not sent over their queued mbuf: a frame over it still held") \
 	X(rx_large, "segments received longer than the MSS (large receive: LRO, GSO frames)") \
 	X(tx_nombuf, "segments not sent: no mbuf (data retried the next pass)")                   \
 	X(tx_record_wait, "sends held so as not to split a record (FPDU) at the window edge") \
@@ -187,9 +187,9 @@ int uiw_tcp_connect(struct uiw_tcp *t, uint32_t dst, uint16_t port,
  *  memif, one of MTU 9000 (8,948) 6% less. */
 #define UIW_TCP_TX_COPY_EXT_MAX 2048
 
-/** On a port whose PMD copies each frame, a segment that is one whole queued mbuf this
- *  long or longer goes out as a frame over that mbuf's buffer (uiw_mbuf_over()), not
- *  copied into one. */
+/** On a port whose PMD frees each frame in the sending thread (uiw_port.tx_ext,
+ *  uiw_port.tx_over), a segment that is one whole queued mbuf this long or longer goes
+ *  out as a frame over that mbuf's buffer (uiw_mbuf_over()). */
 #define UIW_TCP_TX_OVER_MIN 256
 
 /** The longest piece of the send queue TCP copies into a segment rather than refers to:
