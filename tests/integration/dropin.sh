@@ -4,7 +4,9 @@
 # show the device; then between two processes, over memif and over a veth pair between two
 # namespaces (af_packet): rping -C 100 -V both ways checks its data, ucmatose completes,
 # and perftest's ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat and
-# ib_read_lat (-R, rdma_cm) complete with their own checks from 2 B to 1 MiB.
+# ib_read_lat (-R, rdma_cm) complete with their own checks from 2 B to 1 MiB. Between
+# vhost-user and virtio-user: rping, with 60,000 octets too, and the three bandwidth tests
+# at 64 KiB, each side's frames built over its FPDUs.
 #
 # perftest -R's client connects its test QP as soon as the parameter exchange ends, while
 # its server still has to set up and listen again; a client that wins that race is refused
@@ -40,7 +42,7 @@ cleanup() {
 trap cleanup EXIT
 common="hugepages=off; memory=512; mbufs=16383"
 fail=0 n=0
-client_env=()
+client_env=() server_env=()
 bad() { echo "FAIL: $*"; fail=1; }
 
 # 1. No configuration: a clear error naming the variables, no crash.
@@ -92,8 +94,10 @@ spid=""
 
 # pair LINK NAME CHECK SERVER_CMD -- CLIENT_CMD: runs a server and a client program on
 # the drop-in libraries, one core each, and checks both exit 0 and that CHECK (a grep
-# pattern) is in the client's output; the client's environment also gets client_env.
-# LINK: memif (two processes here) or veth (one per namespace, af_packet on a veth pair).
+# pattern) is in the client's output; the client's environment also gets client_env, the
+# server's server_env.
+# LINK: memif (two processes here), vhost (the server on vhost-user, the client on
+# virtio-user) or veth (one per namespace, af_packet on a veth pair).
 extra_cfg=""   # appended to both sides' configuration
 pair() {
 	local link=$1 name=$2 check=$3 scfg ccfg sock srv=() cli=() sns=() cns=()
@@ -106,6 +110,10 @@ pair() {
 		sock="$tmp/m$n.sock"
 		scfg="port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.70.0.1/24; lcores=1; $common$extra_cfg"
 		ccfg="port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.70.0.2/24; lcores=0; $common$extra_cfg"
+	elif [ "$link" = vhost ]; then
+		sock="$tmp/v$n.sock"
+		scfg="port=net_vhost0,iface=$sock,queues=1; ip=10.70.0.1/24; lcores=1; $common"
+		ccfg="port=net_virtio_user0,path=$sock,queues=1; ip=10.70.0.2/24; lcores=0; $common"
 	else
 		scfg="port=net_af_packet0,iface=uiwdi0; ip=10.70.0.1/24; lcores=1; $common"
 		ccfg="port=net_af_packet0,iface=uiwdi1; ip=10.70.0.2/24; lcores=0; $common"
@@ -113,10 +121,10 @@ pair() {
 		cns=(ip netns exec "$ns_b")
 	fi
 	rm -rf "$tmp/stat"
-	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" UIWARP_STAT_DIR="$tmp/stat" \
+	"${sns[@]}" env LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$scfg" UIWARP_STAT_DIR="$tmp/stat" "${server_env[@]}" \
 		timeout 60 stdbuf -oL "${srv[@]}" >"$tmp/server.log" 2>&1 &
 	spid=$!
-	if [ "$link" = memif ]; then
+	if [ "$link" = memif ] || [ "$link" = vhost ]; then
 		for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 	fi
 	wait_listener
@@ -243,6 +251,44 @@ done
 perf memif ib_send_bw 65536 -n 200
 perf memif ib_send_lat 8 -n 2000
 extra_cfg=""
+
+# vhost-user (the server) and virtio-user (the client): both PMDs let TCP build a frame
+# over the buffer of the FPDU it carries, so the counters of both sides must show frames
+# sent that way (tcp.tx_over). rping -S 60000 -V moves 60,000 octets each way per ping
+# (the server's RDMA Read of the client's buffer, its RDMA Write back) and checks them.
+# counter LOG NAME: the value of counter NAME in a UIWARP_STATS report, 0 if absent.
+counter() { awk -v k="$2" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }' "$1"; }
+rping_pair vhost
+client_env=(UIWARP_STATS=1) server_env=(UIWARP_STATS=1)
+pair vhost "rping -S 60000 -C 50 -V" "ping data: rdma-ping-49:" \
+	rping -s -a 10.70.0.1 -S 60000 -C 50 -V -v -- rping -c -a 10.70.0.1 -S 60000 -C 50 -V -v
+for side in client server; do
+	over=$(counter "$tmp/$side.log" tcp.tx_over)
+	if [ "$over" -lt 1000 ]; then
+		bad "vhost rping -S 60000: the $side sent $over frames over their FPDUs"
+	else
+		echo "ok: vhost rping -S 60000: the $side sent $over frames over their FPDUs"
+	fi
+done
+server_env=()
+# perftest's 64 KiB bandwidth tests: the client sends the Writes and the Sends, the server
+# the Read Responses.
+for prog in ib_write_bw ib_send_bw ib_read_bw; do
+	client_env=(UIWARP_STATS=1)
+	[ -z "$delay_so" ] || client_env+=(LD_PRELOAD="$delay_so" UIW_CONNECT_DELAY_MS=300)
+	server_env=(UIWARP_STATS=1)
+	pair vhost "$prog -s 65536" "^ *65536 " "$prog" -R -s 65536 -n 500 -- \
+		"$prog" -R -s 65536 -n 500 10.70.0.1
+	side=client
+	[ "$prog" != ib_read_bw ] || side=server
+	over=$(counter "$tmp/$side.log" tcp.tx_over)
+	if [ "$over" -lt 10000 ]; then
+		bad "vhost $prog: the $side sent $over frames over their FPDUs"
+	else
+		echo "ok: vhost $prog: the $side sent $over frames over their FPDUs"
+	fi
+done
+client_env=() server_env=()
 
 # The same over a veth pair between two namespaces (af_packet), when we may make them.
 if [ "$(id -u)" -eq 0 ] && ip netns add "$ns_a" 2>/dev/null && ip netns add "$ns_b"; then
