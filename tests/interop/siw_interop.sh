@@ -69,14 +69,18 @@ host() {
 }
 
 # stat_watch FILE: every 10 s, what each drop-in program on uiwarp holds (uiwarp-stat: its
-# QPs, rsockets, counters) replaces FILE, so a case that stalls shows the state it stalled
-# in after its programs are gone. Runs until killed.
+# QPs, rsockets, counters) and the counters of the guest's tap (frames from the guest and
+# to it, and those dropped because QEMU did not read them) replace FILE, so a case that
+# stalls shows the state it stalled in after its programs are gone. Runs until killed.
 stat_bin=$(dirname "$rping_tool")/uiwarp-stat
 stat_watch() {
 	local p pids
 	while sleep 10; do
 		pids=$(UIWARP_STAT_DIR="$out/stat" "$stat_bin" 2>/dev/null) || continue
-		for p in $pids; do UIWARP_STAT_DIR="$out/stat" "$stat_bin" "$p"; done >"$1.tmp" 2>&1
+		{
+			for p in $pids; do UIWARP_STAT_DIR="$out/stat" "$stat_bin" "$p"; done
+			ip -n "$SIWVM_NS" -s link show | grep -A5 ' uiwtap' | sed 's/^/tap /'
+		} >"$1.tmp" 2>&1
 		[ -s "$1.tmp" ] && mv "$1.tmp" "$1"
 	done
 }
@@ -153,9 +157,10 @@ run_case() {
 	if [ -n "$why" ]; then
 		echo "FAIL $name ($((SECONDS - t)) s): $why"
 		tail -8 "$HOSTLOG" | sed 's/^/    host: /'
-		grep -v '^\[' "$out/$name.guest.log" | tail -12 | sed 's/^/    guest: /'
+		grep -v '^\[\|^UIWVM stall: ' "$out/$name.guest.log" | tail -12 | sed 's/^/    guest: /'
+		grep '^UIWVM stall: ' "$out/$name.guest.log" | head -80 | sed 's/^UIWVM stall: /    guest stall: /'
 		# uiwarp's QPs and rsockets as last seen while the case ran
-		[ -f "$out/$name.stat" ] && grep -E '^(pid |qp |  (tcp|queues|counters|why) |rsocket)' "$out/$name.stat" | head -24 |
+		[ -f "$out/$name.stat" ] && grep -E '^(pid |qp |  (tcp|queues|counters|why) |rsocket|tap )' "$out/$name.stat" | head -32 |
 			sed 's/^/    stat: /'
 		wire_tail "$cap"
 		fail=1
@@ -339,7 +344,7 @@ rstream_check() {
 }
 c_rstream-client() {
 	CHECK_FN=rstream_check run_case rstream-client client \
-		"uiw_serve timeout 120 rstream -b \$GUEST_IP $rs_args -T b; echo rstream-rc=\$?" rstream_client
+		"uiw_serve uiw_watch 60 timeout 120 rstream -b \$GUEST_IP $rs_args -T b; echo rstream-rc=\$?" rstream_client
 }
 # A plain socket program (tests/interop/rs_sock.c) on librspreload.so at both ends: uiwarp's
 # rsockets on the host, rdma-core's over siw in the guest. 4 MB one way, 3 MB back, every
@@ -356,15 +361,15 @@ rssock_check() {
 }
 c_rssock-client() {
 	CHECK_FN=rssock_check run_case rssock-client client \
-		"uiw_serve timeout 120 env LD_PRELOAD=$preload rs_sock -s \$GUEST_IP $rss_args; echo rssock-rc=\$?" rssock_client
+		"uiw_serve uiw_watch 60 timeout 120 env LD_PRELOAD=$preload rs_sock -s \$GUEST_IP $rss_args; echo rssock-rc=\$?" rssock_client
 }
 c_rssock-server() {
 	CHECK_FN=rssock_check run_case rssock-server server \
-		"uiw_await_go; timeout 120 env LD_PRELOAD=$preload rs_sock -c \$PEER_IP $rss_args; echo rssock-rc=\$?" rssock_server
+		"uiw_await_go; uiw_watch 60 timeout 120 env LD_PRELOAD=$preload rs_sock -c \$PEER_IP $rss_args; echo rssock-rc=\$?" rssock_server
 }
 c_rstream-server() {
 	CHECK_FN=rstream_check run_case rstream-server server \
-		"uiw_await_go; timeout 120 rstream -s \$PEER_IP $rs_args -T a; echo rstream-rc=\$?" rstream_server
+		"uiw_await_go; uiw_watch 60 timeout 120 rstream -s \$PEER_IP $rs_args -T a; echo rstream-rc=\$?" rstream_server
 }
 
 # --- connect/disconnect cycles ------------------------------------------------------------

@@ -255,6 +255,54 @@ uiw_await_go() {
 	while read -r line < /dev/ttyS1; do case "$line" in go*) return 0;; esac; done
 	return 1
 }
+# uiw_watch SECS CMD...: runs CMD; if it still runs after SECS seconds, prints once (lines
+# "UIWVM stall: ...") what each of its processes and threads waits in (wait channel, system
+# call, kernel stack), the TCP sockets with their queues, siw's QPs, whether eth0 still
+# sends (its counters around a ping), its interrupts, and the kernel's last
+# messages: where a peer that stopped sending is stuck, in its program, siw, TCP or the NIC.
+uiw_watch() {
+	local secs=$1 n=0
+	shift
+	"$@" &
+	local pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		[ $n -eq $((secs * 4)) ] && uiw_dump $pid
+		usleep 250000; n=$((n + 1))
+	done
+	wait $pid
+}
+uiw_dump() {
+	local p t pids=$1
+	for p in /proc/[0-9]*; do
+		[ "$(cut -d' ' -f4 $p/stat 2>/dev/null)" = "$1" ] && pids="$pids ${p#/proc/}"
+	done
+	{
+		echo "still running after its time: $pids"
+		for p in $pids; do
+			for t in /proc/$p/task/*; do
+				echo "thread ${t##*/} ($(cat $t/comm 2>/dev/null)): state $(cut -d' ' -f3 $t/stat 2>/dev/null)" \
+					"wchan $(cat $t/wchan 2>/dev/null) syscall $(cut -d' ' -f1-3 $t/syscall 2>/dev/null)"
+				sed 's/^/  /' $t/stack 2>/dev/null
+			done
+		done
+		ss -tanie
+		rdma resource show qp
+		# Whether eth0 still sends at all: its counters around a ping of the peer.
+		local c=/sys/class/net/eth0/statistics
+		echo "eth0 tx $(cat $c/tx_packets) packets, $(cat $c/tx_dropped) dropped, $(cat $c/tx_errors) errors;" \
+			"rx $(cat $c/rx_packets); queue 0 timeouts $(cat /sys/class/net/eth0/queues/tx-0/tx_timeout)"
+		ping -c 2 -W 1 "$PEER_IP" | grep -E 'transmitted|bytes from'
+		echo "eth0 tx $(cat $c/tx_packets) packets, rx $(cat $c/rx_packets) after the ping"
+		grep -i virtio /proc/interrupts
+		# TCP's own account: segments in, out and sent again, RTOs, and retransmissions
+		# refused because the first copy is still queued in the host (the NIC).
+		awk '$1 == "Tcp:" || $1 == "TcpExt:" { if (!($1 in h)) { for (i = 2; i <= NF; i++) h[$1, i] = $i; h[$1] = 1 }
+			else for (i = 2; i <= NF; i++) if (h[$1, i] ~ /^(InSegs|OutSegs|RetransSegs|TCPTimeouts|TCPSpuriousRtxHostQueues|TCPLossProbes)$/)
+				printf "%s %s ", h[$1, i], $i }
+			END { print "" }' /proc/net/snmp /proc/net/netstat
+		dmesg | tail -10
+	} 2>&1 | sed 's/^/UIWVM stall: /'
+}
 EOF
 }
 
