@@ -87,14 +87,16 @@ stat_watch() {
 
 # wire_tail PCAP: how the connection ended on the wire, for a case that failed (CI keeps
 # only this output): the capture checker's summary, TCP's sequence events (losses,
-# retransmissions, zero windows) and the last TCP segments (time, source, seq, ack, length,
-# window).
+# retransmissions, zero windows), the last TCP segments (time, source, seq, ack, length,
+# window) and the last ARP frames (time, 1 request or 2 reply, sender, target, to).
 wire_tail() {
 	echo "    wire: ${chk:-no capture check}"
 	command -v tshark >/dev/null || return 0
 	tshark -r "$1" -q -z expert 2>/dev/null | grep -E '^ +[0-9]+ +Sequence +TCP' | sed 's/^ */    wire: /'
 	tshark -r "$1" -Y tcp -T fields -e frame.time_relative -e ip.src -e tcp.seq -e tcp.ack \
 		-e tcp.len -e tcp.window_size 2>/dev/null | tail -8 | sed 's/^/    wire: /'
+	tshark -r "$1" -Y arp -T fields -e frame.time_relative -e arp.opcode -e arp.src.proto_ipv4 \
+		-e arp.dst.proto_ipv4 -e eth.dst 2>/dev/null | tail -6 | sed 's/^/    wire arp: /'
 }
 
 # run_case NAME ROLE GUEST_CMD HOST_FN: boots the guest with GUEST_CMD and a capture. ROLE

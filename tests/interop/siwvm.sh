@@ -471,11 +471,11 @@ siwvm_stop() {
 	SIWVM_QEMU_PID=""
 }
 
-# siwvm_capture_start FILE / siwvm_capture_stop: dumpcap on the bridge.
+# siwvm_capture_start FILE / siwvm_capture_stop: dumpcap on the bridge (TCP and ARP).
 siwvm_capture_start() {
 	SIWVM_CAP_FILE=$1
 	SIWVM_CAP_TMP=$SIWVM_RUNDIR/cap.$SIWVM_COUNT.pcapng
-	ip netns exec "$SIWVM_NS" dumpcap -q -i br0 -f tcp -w "$SIWVM_CAP_TMP" >/dev/null 2>&1 &
+	ip netns exec "$SIWVM_NS" dumpcap -q -i br0 -f "tcp or arp" -w "$SIWVM_CAP_TMP" >/dev/null 2>&1 &
 	SIWVM_CAP_PID=$!
 	local i
 	for i in $(seq 50); do [ -s "$SIWVM_CAP_TMP" ] && break; sleep 0.1; done
