@@ -158,7 +158,11 @@ run_case() {
 	fi
 	if [ -n "$why" ]; then
 		echo "FAIL $name ($((SECONDS - t)) s): $why"
-		tail -8 "$HOSTLOG" | sed 's/^/    host: /'
+		grep -v '^  [a-z0-9_.]* *[0-9]* *#' "$HOSTLOG" | tail -8 | sed 's/^/    host: /'
+		# uiwarp's counters at its program's exit (UIWARP_STATS, rsockets cases): what came
+		# and went at each layer, resets, flushes
+		grep -E '^  (rdmap|tcp\.(rst|retrans|rx_segs|tx_segs|drop)|mpa\.(fpdu|peer|term))' "$HOSTLOG" |
+			head -20 | sed 's/^  /    counter: /'
 		grep -v '^\[\|^UIWVM stall: ' "$out/$name.guest.log" | tail -12 | sed 's/^/    guest: /'
 		grep '^UIWVM stall: ' "$out/$name.guest.log" | head -80 | sed 's/^UIWVM stall: /    guest stall: /'
 		# uiwarp's QPs and rsockets as last seen while the case ran
@@ -332,12 +336,13 @@ c_ops-server() {
 
 # --- rsockets ------------------------------------------------------------------------------
 # rstream (rdmacm-utils) on the drop-in against rstream on rdma-core's own rsockets over siw:
-# the same protocol on both ends, data verified by both. 100,000-octet transfers cross
+# the same protocol on both ends, data verified by both. The programs on uiwarp print their
+# counters at exit (UIWARP_STATS), which a failed case shows. 100,000-octet transfers cross
 # the sender's ramp of Write sizes (2 KiB doubling to 64 KiB) and both halves of each
 # receive buffer.
 rs_args="-S 100000 -C 20 -I 5 -T v"
-rstream_client() { host timeout 120 rstream -s "$G" $rs_args -T a; }
-rstream_server() { host timeout 120 rstream -b "$US" $rs_args -T b; }
+rstream_client() { host env UIWARP_STATS=1 timeout 120 rstream -s "$G" $rs_args -T a; }
+rstream_server() { host env UIWARP_STATS=1 timeout 120 rstream -b "$US" $rs_args -T b; }
 rstream_check() {
 	grep -q "^custom " "$HOSTLOG" || { echo "rstream on uiwarp printed no result"; return 1; }
 	! grep -q "verification failed" "$HOSTLOG" "$out/$1.guest.log" || { echo "data verification failed"; return 1; }
@@ -354,8 +359,8 @@ c_rstream-client() {
 preload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 rs_sock=$(dirname "$siw_verbs")/rs_sock
 rss_args="5301 4000000 3000000"
-rssock_client() { host env LD_PRELOAD="$preload" timeout 120 "$rs_sock" -c "$G" $rss_args; }
-rssock_server() { host env LD_PRELOAD="$preload" timeout 120 "$rs_sock" -s "$US" $rss_args; }
+rssock_client() { host env LD_PRELOAD="$preload" UIWARP_STATS=1 timeout 120 "$rs_sock" -c "$G" $rss_args; }
+rssock_server() { host env LD_PRELOAD="$preload" UIWARP_STATS=1 timeout 120 "$rs_sock" -s "$US" $rss_args; }
 rssock_check() {
 	grep -q "^rs_sock: ok" "$HOSTLOG" || { echo "rs_sock on uiwarp: $(grep -m1 '^rs_sock' "$HOSTLOG")"; return 1; }
 	grep -q "^rs_sock: ok" "$out/$1.guest.log" || { echo "rs_sock in the guest did not pass"; return 1; }
