@@ -79,7 +79,8 @@ stat_watch() {
 		pids=$(UIWARP_STAT_DIR="$out/stat" "$stat_bin" 2>/dev/null) || continue
 		{
 			for p in $pids; do UIWARP_STAT_DIR="$out/stat" "$stat_bin" "$p"; done
-			ip -n "$SIWVM_NS" -s link show | grep -A5 ' uiwtap' | sed 's/^/tap /'
+			# the newest tap (the highest index, listed last) is the running guest's
+			ip -n "$SIWVM_NS" -s link show | grep -A5 ' uiwtap' | tail -6 | sed 's/^/tap /'
 		} >"$1.tmp" 2>&1
 		[ -s "$1.tmp" ] && mv "$1.tmp" "$1"
 	done

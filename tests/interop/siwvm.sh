@@ -258,7 +258,7 @@ uiw_await_go() {
 # uiw_watch SECS CMD...: runs CMD; if it still runs after SECS seconds, prints once (lines
 # "UIWVM stall: ...") what each of its processes and threads waits in (wait channel, system
 # call, kernel stack), the TCP sockets with their queues, siw's QPs, whether eth0 still
-# sends (its counters around a ping), its interrupts, and the kernel's last
+# sends (its counters around a ping), its interrupts, TCP's counters and the kernel's last
 # messages: where a peer that stopped sending is stuck, in its program, siw, TCP or the NIC.
 uiw_watch() {
 	local secs=$1 n=0
