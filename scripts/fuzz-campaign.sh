@@ -10,7 +10,7 @@ shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_net fuzz_tcp fuzz_mpa fuzz_rdmap fuzz_qp)
 if [ ! -d build-fuzz ]; then
-	CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+	CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false \
 		>/dev/null || exit 1
 fi
 ninja -C build-fuzz >/dev/null || exit 1

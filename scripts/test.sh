@@ -42,11 +42,11 @@ run() {
 
 configure build && run "unit, integration and style" build ||
 	{ echo "configure build failed"; failed=$((failed + 1)); }
-configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug &&
+configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Db_lto=false &&
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		run "unit under ASan+UBSan" build-asan --suite unit ||
 	{ echo "configure build-asan failed"; failed=$((failed + 1)); }
-CC=clang configure build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false &&
+CC=clang configure build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Db_lto=false &&
 	meson configure build-fuzz -Dfuzz_seconds="$fuzz_seconds" >/dev/null &&
 	run "fuzz (${fuzz_seconds}s each)" build-fuzz --suite fuzz ||
 	{ echo "configure build-fuzz failed"; failed=$((failed + 1)); }
