@@ -226,8 +226,9 @@ static int32_t noted_sum(const struct uiw_tcp_conn *c, const struct rte_mbuf *m,
  * acknowledged or not. Not while another frame is over it (a retransmission while the
  * first waits in the port's queue or the PMD's ring): its headroom holds that frame's
  * headers, and the piece goes the way below (copied, or on virtio-user an indirect mbuf).
- * Short ones are copied (UIW_TCP_TX_OVER_MIN): the attachment costs more than the copy. @p seg holds only headers; @p psum as for
- * sndq_put(). @return false when @p m is to be copied.
+ * Short ones are copied (UIW_TCP_TX_OVER_MIN): the attachment costs more than the copy.
+ * @p seg holds only headers; @p psum as for sndq_put(). @return false when @p m is to be
+ * copied.
  */
 static bool segment_over(struct uiw_tcp_conn *c, struct rte_mbuf *m, struct rte_mbuf *seg,
 			 uint32_t *psum)
