@@ -76,6 +76,11 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	static const struct rte_mbuf_dynflag summed_flag = { .name = "uiw_tcp_summed" };
 	static const struct rte_mbuf_dynflag gather_flag = { .name = "uiw_tcp_gather" };
 	static const struct rte_mbuf_dynflag crc_flag = { .name = "uiw_tcp_rx_crc" };
+	static const struct rte_mbuf_dynfield ahead_field = {
+		.name = "uiw_tcp_sq_ahead",
+		.size = sizeof(struct rte_mbuf *),
+		.align = __alignof__(struct rte_mbuf *),
+	};
 	int bit;
 
 	if (t == NULL)
@@ -128,6 +133,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->gather_flag = bit >= 0 ? 1ull << bit : 0;
 	bit = rte_mbuf_dynflag_register(&crc_flag);
 	t->crc_flag = bit >= 0 ? 1ull << bit : 0;
+	t->ahead_off = rte_mbuf_dynfield_register(&ahead_field);
 	net->tcp_input = uiw_tcp_input;
 	net->tcp_ctx = t;
 	*out = t;
@@ -580,9 +586,12 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 	}
 	c->sq_mbufs += m->nb_segs;
 	/* The queue is a list of single segments; a record start is marked on its first. */
-	for (last = m; last->next != NULL; last = last->next)
+	for (last = m; last->next != NULL; last = last->next) {
 		last->nb_segs = 1;
+		sq_ahead_link(c->tcp, q, last);
+	}
 	last->nb_segs = 1;
+	sq_ahead_link(c->tcp, q, last);
 	m->ol_flags &= ~c->tcp->record_flag;
 	if ((flags & UIW_TCP_SEND_RECORD) && q->bytes > 0)
 		m->ol_flags |= c->tcp->record_flag;

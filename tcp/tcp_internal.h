@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_mbuf_dyn.h>
+
 #include "net_internal.h"
 #include "tcp.h"
 #include "tcp_seq.h"
@@ -75,12 +77,25 @@ struct tcp_seg {
 };
 
 /* Data waiting to be acknowledged or sent: single-segment mbufs linked by m->next. */
+/* How far ahead the walk that frees acknowledged mbufs asks for the ones it frees next. */
+#define TCP_SQ_AHEAD 8
+
 struct tcp_sndq {
 	struct rte_mbuf *head, *tail;
 	uint32_t head_off;        /* bytes of head already acknowledged */
 	uint32_t bytes;           /* from snd_una to the end */
 	struct rte_mbuf *cur;     /* cursor: the mbuf holding sequence cur_seq */
 	uint32_t cur_seq, cur_off;
+	/*
+	 * An ACK frees its mbufs by following m->next from the head, through mbufs written
+	 * a window ago and mostly no longer in the core's caches: one miss after another.
+	 * So each queued mbuf names the one TCP_SQ_AHEAD places behind it (uiw_tcp.ahead_off,
+	 * set as that one is queued, sq_ahead_link()), and the walk asks for that one as it
+	 * reaches the first. A name is only a prefetch, never followed otherwise.
+	 */
+	struct rte_mbuf *recent[TCP_SQ_AHEAD]; /* the last mbufs queued, by nq % TCP_SQ_AHEAD */
+	uint32_t nq, nfreed;      /* mbufs queued, and freed from the head, since it was empty */
+	bool ahead_stale;         /* changed inside (uiw_tcp_sndq_own()): names wait for empty */
 };
 
 /* Out-of-order segments, sorted by sequence, payload-only mbufs. */
@@ -240,6 +255,8 @@ struct uiw_tcp {
 					    * their count (uiw_tcp_mark_summed(); 0: none) */
 	uint64_t gather_flag;              /* mbuf dynflag: a gathered record, hash.usr holds
 					    * its edges' lengths (uiw_tcp_gather(); 0: none) */
+	int ahead_off;                     /* mbuf dynfield: the send queue's mbuf TCP_SQ_AHEAD
+					    * places behind (struct tcp_sndq; -1: none) */
 	uint64_t crc_flag;                 /* mbuf dynflag: a received payload's CRC taken with
 					    * its sum (uiw_tcp_rx_crc(); 0: none) */
 	bool pool_empty;                   /* an mbuf was not found this pass: no more tries */
@@ -438,6 +455,29 @@ static inline struct tcp_gathered tcp_gathered_of(const struct rte_mbuf *m)
 	};
 }
 void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked);
+/* Where queued mbuf @p m names the mbuf TCP_SQ_AHEAD places behind it (struct tcp_sndq). */
+static inline struct rte_mbuf **sq_ahead_of(const struct uiw_tcp *t, struct rte_mbuf *m)
+{
+	return RTE_MBUF_DYNFIELD(m, t->ahead_off, struct rte_mbuf **);
+}
+
+/* @p m joins the tail of @p q: it names nobody yet, and the mbuf queued TCP_SQ_AHEAD
+ * before it names it, if that one is still queued (ordinal nq - TCP_SQ_AHEAD not yet
+ * freed: the head goes first). */
+static inline void sq_ahead_link(const struct uiw_tcp *t, struct tcp_sndq *q,
+				 struct rte_mbuf *m)
+{
+	if (t->ahead_off < 0)
+		return;
+	*sq_ahead_of(t, m) = NULL;
+	if (q->ahead_stale)
+		return;
+	if (q->nq - q->nfreed >= TCP_SQ_AHEAD)
+		*sq_ahead_of(t, q->recent[q->nq % TCP_SQ_AHEAD]) = m;
+	q->recent[q->nq % TCP_SQ_AHEAD] = m;
+	q->nq++;
+}
+
 /* One mbuf of @p c's send queue freed from its head: a control message's first. */
 static inline void uiw_tcp_sq_mbuf_gone(struct uiw_tcp_conn *c)
 {

@@ -66,6 +66,15 @@ void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 	while (q->head != NULL && acked >= q->head->data_len) {
 		struct rte_mbuf *m = q->head;
 
+		if (c->tcp->ahead_off >= 0) {
+			struct rte_mbuf *ahead = *sq_ahead_of(c->tcp, m);
+
+			if (ahead != NULL) {
+				rte_prefetch0(ahead);
+				rte_prefetch0(RTE_PTR_ADD(ahead, RTE_CACHE_LINE_SIZE));
+			}
+		}
+		q->nfreed++;
 		acked -= m->data_len;
 		q->head = m->next;
 		if (q->cur == m)
@@ -78,6 +87,9 @@ void uiw_tcp_sndq_free_acked(struct uiw_tcp_conn *c, uint32_t acked)
 	if (q->head == NULL) {
 		q->tail = NULL;
 		q->head_off = 0;
+		q->nq = 0;
+		q->nfreed = 0;
+		q->ahead_stale = false;
 	}
 }
 
@@ -119,6 +131,11 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 		}
 		copy->ol_flags = (copy->ol_flags & ~c->tcp->record_flag) |
 				 (m->ol_flags & c->tcp->record_flag);
+		/* The copies name no mbufs ahead, and the names the queue's others hold, and
+		 * its ordinals, no longer count its mbufs: none are written until it empties. */
+		q->ahead_stale = true;
+		for (struct rte_mbuf *s = copy; c->tcp->ahead_off >= 0 && s != NULL; s = s->next)
+			*sq_ahead_of(c->tcp, s) = NULL;
 		last->next = m->next;
 		*link = copy;
 		if (q->tail == m)

@@ -1863,6 +1863,75 @@ START_TEST(frames_over_queued_records)
 END_TEST
 
 /*
+ * The walk that frees acknowledged mbufs asks early for the ones it frees next: each queued
+ * mbuf names the one TCP_SQ_AHEAD places behind it, named as that one is queued, and only
+ * while the mbuf that holds the name is still queued (a freed one may be someone else's by
+ * then: nothing is written into it). Once the queue is empty the names start afresh.
+ */
+START_TEST(send_queue_names_mbufs_ahead)
+{
+	enum { N = TCP_SQ_AHEAD + 4, REC = 100 };
+	struct out syn = establish_passive(NULL, 0);
+	struct uiw_tcp_conn *c = ev.accepted;
+	struct rte_mbuf *q[N], *s, *const mark = (struct rte_mbuf *)&q;
+	uint32_t first = syn.seq + 1;
+	uint8_t d[REC];
+
+	memset(d, 0x5a, sizeof(d));
+	ck_assert_int_ge(T->ahead_off, 0);
+	for (int round = 0; round < 2; round++) {
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK,
+				      .win0 = true });
+		for (unsigned i = 0; i < N; i++) {
+			q[i] = frame_copy(d, REC);
+			*sq_ahead_of(T, q[i]) = mark;   /* what an mbuf from the pool may hold */
+			ck_assert_int_eq(uiw_tcp_send(c, q[i], UIW_TCP_SEND_RECORD), 0);
+		}
+		for (unsigned i = 0; i < N; i++)
+			ck_assert_ptr_eq(*sq_ahead_of(T, q[i]),
+					 i + TCP_SQ_AHEAD < N ? q[i + TCP_SQ_AHEAD] : NULL);
+
+		/* Sent (ten segments, the initial window, then the rest), all but the last
+		 * acknowledged. */
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK,
+				      .win = 65535 });
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + 10 * REC,
+				      .flags = UIW_TCP_ACK, .win = 65535 });
+		ck_assert_uint_eq(c->snd_max, first + N * REC);
+		fake_port_clear(&fx_port);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + (N - 1) * REC,
+				      .flags = UIW_TCP_ACK, .win = 65535 });
+		ck_assert_ptr_eq(c->sq.head, q[N - 1]);
+
+		/* The mbuf queued TCP_SQ_AHEAD before the next one is freed: no name goes
+		 * into it, nor into any other freed one. */
+		s = frame_copy(d, REC);
+		for (unsigned i = 0; i < N - 1; i++)
+			if (q[i] != s)
+				*sq_ahead_of(T, q[i]) = mark;
+		ck_assert_int_eq(uiw_tcp_send(c, s, UIW_TCP_SEND_RECORD), 0);
+		for (unsigned i = 0; i < N - 1; i++)
+			if (q[i] != s)
+				ck_assert_ptr_eq(*sq_ahead_of(T, q[i]), mark);
+		ck_assert_ptr_null(*sq_ahead_of(T, s));
+		ck_assert_ptr_null(*sq_ahead_of(T, q[N - 1]));
+
+		/* All acknowledged: the queue is empty and its ordinals start again. */
+		uiw_tcp_run(T, now_ns);   /* s goes out */
+		uiw_port_flush(&fx_port.port);
+		ck_assert_uint_eq(c->snd_max, first + (N + 1) * REC);
+		fake_port_clear(&fx_port);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + (N + 1) * REC,
+				      .flags = UIW_TCP_ACK, .win = 65535 });
+		ck_assert_ptr_null(c->sq.head);
+		ck_assert_uint_eq(c->sq.nq, 0);
+		ck_assert_uint_eq(c->sq.nfreed, 0);
+		first += (N + 1) * REC;
+	}
+}
+END_TEST
+
+/*
  * uiw_tcp_ready_over(): on a port whose frames another core reads (uiw_port.tx_over), an
  * mbuf readied for a record has its data moved so that a data segment's headers (66
  * octets with timestamps) start on a cache line, where they would have spilled 2 octets
@@ -2005,6 +2074,8 @@ START_TEST(gathered_records_sent_as_their_parts)
 	memcpy(want + rec[1].h + rec[1].m, edge, rec[1].t);
 	ck_assert_int_eq(uiw_tcp_sndq_own(c), 0);
 	ck_assert_uint_eq(rte_mbuf_ext_refcnt_read(&gather_lend), 1);
+	ck_assert(c->sq.ahead_stale);   /* its copies stand where its names pointed */
+	ck_assert_ptr_null(*sq_ahead_of(T, c->sq.head));
 	memset(mem[1], 0xee, sizeof(mem[1]));
 	fake_port_clear(&fx_port);
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + nwant, .flags = UIW_TCP_ACK,
@@ -2561,6 +2632,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
 	tcase_add_loop_test(tc, frames_over_queued_records, 0, 2);
+	tcase_add_test(tc, send_queue_names_mbufs_ahead);
 	tcase_add_test(tc, ready_over_puts_the_headers_on_a_line);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
