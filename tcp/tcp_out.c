@@ -680,16 +680,30 @@ static struct rte_mbuf *segment_mbuf(struct uiw_tcp *t)
 }
 
 /*
- * Sends one segment from @p seq: SYN and FIN as @p flags say, up to @p len payload bytes
- * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
- * SYN-SENT carries an ACK. @return payload bytes sent, or a negative errno.
- */
-/*
  * Data (new or retransmitted, whichever path sends it) waits while the port's TX queue is
  * full: a segment the PMD cannot take now would be dropped, and a dropped segment costs a
  * retransmission and, behind it, the peer's out-of-order queue (a large window bursting
  * into a small memif ring did exactly that). The connection tries again on the next pass.
- * Control segments (SYN, FIN, ACK, RST) are not held.
+ * So do a SYN, a FIN and an ACK owed now: dropped, they waited for a timer (a SYN: a
+ * second), and a burst of connections set up at once over memif overflowed the ring.
+ * A pure ACK not owed at once is not held (nor a RST: send_raw()). @return true when held.
+ */
+static bool port_holds_back(struct uiw_tcp_conn *c, uint32_t len, uint8_t flags)
+{
+	if (!(len > 0 || (flags & (UIW_TCP_SYN | UIW_TCP_FIN)) || (c->flags & TF_ACK_NOW)) ||
+	    !conn_in_table(c) || uiw_port_tx_room(c->tcp->port) != 0)
+		return false;
+	tcp_count(c->tcp, UIW_TCP_C_tx_port_wait);
+	if (flags & UIW_TCP_SYN)
+		c->syn_held = true;
+	uiw_tcp_mark_blocked(c);
+	return true;
+}
+
+/*
+ * Sends one segment from @p seq: SYN and FIN as @p flags say, up to @p len payload bytes
+ * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
+ * SYN-SENT carries an ACK. @return payload bytes sent, or a negative errno.
  */
 static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
 			   uint32_t tsval, uint16_t tso_segsz)
@@ -704,17 +718,8 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	uint16_t win;
 	int rc;
 
-	/* A full port queue holds back data, and the SYN, FIN or ACK owed now as well: they
-	 * go next pass. Dropped, they waited for a timer (a SYN: a second), and a burst of
-	 * connections set up at once over memif overflowed the ring. */
-	if ((len > 0 || (flags & (UIW_TCP_SYN | UIW_TCP_FIN)) || (c->flags & TF_ACK_NOW)) &&
-	    conn_in_table(c) && uiw_port_tx_room(t->port) == 0) {
-		tcp_count(t, UIW_TCP_C_tx_port_wait);
-		if (flags & UIW_TCP_SYN)
-			c->syn_held = true;
-		uiw_tcp_mark_blocked(c);
+	if (port_holds_back(c, len, flags))
 		return -EAGAIN;
-	}
 	m = segment_mbuf(t);
 	if (m == NULL) {
 		/* The pool refills as the PMD and the peer hand frames back: data is tried
