@@ -600,8 +600,29 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
  * sum, as DPDK's TX offload wants). @p payload_sum: the sum of all that follows the
  * header, taken as it was copied into the one mbuf @p m (sndq_put()), or
  * PAYLOAD_SUM_NONE. */
+/*
+ * The sum of a header as uiw_raw_sum() would read it from the frame, taken from the values
+ * uiw_tcp_build() writes and the options it follows: the frame's header was written just
+ * before, in stores of 1 to 4 octets that wider loads cannot take from the store buffer,
+ * so reading it back waited for every store before them (the FPDU's too) to reach the
+ * cache. The one's-complement sum is the same in either byte order (RFC 1071 §2 (B)).
+ */
+static uint32_t hdr_raw_sum(uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
+			    uint8_t flags, uint16_t win, const uint8_t *opts, unsigned optlen)
+{
+	uint32_t sum = (uint32_t)sport + dport + (seq >> 16) + (seq & 0xffff) + (ack >> 16) +
+		       (ack & 0xffff) + ((UIW_TCP_HDR_LEN + optlen) / 4 << 12 | flags) + win;
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return rte_bswap16((uint16_t)sum) + uiw_raw_sum(opts, optlen);
+}
+
+/* The segment's checksum, or what the PMD needs to take it. @p hdr_raw: the header's raw
+ * sum (hdr_raw_sum()), used with a payload's noted sum (@p payload_sum). */
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
-			 uint32_t src, uint32_t dst, uint32_t tcp_len, uint32_t payload_sum)
+			 uint32_t src, uint32_t dst, uint32_t tcp_len, uint32_t payload_sum,
+			 uint32_t hdr_raw)
 {
 	uint32_t sum = uiw_tcp_phdr_sum(src, dst, (uint16_t)tcp_len);
 
@@ -629,7 +650,7 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 	}
 	if (payload_sum != PAYLOAD_SUM_NONE && m->next == NULL) {
 		/* The header's length is even: the payload's words line up with it. */
-		sum += uiw_inet_sum_of_raw(uiw_raw_sum(th, uiw_tcp_hdr_len(th)) + payload_sum);
+		sum += uiw_inet_sum_of_raw(hdr_raw + payload_sum);
 	} else {
 		sum += uiw_inet_sum_mbuf_noted(m, t->summed_flag);   /* m whole: tcp_len octets */
 	}
@@ -772,9 +793,12 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	win = (flags & UIW_TCP_SYN) ? (uint16_t)u32_min(uiw_tcp_rcv_window(c), 0xffffu) : adv_window(c);
 	if (flags & UIW_TCP_SYN)
 		c->rcv_adv = c->rcv_nxt + win;
-	uiw_tcp_build(th, c->lport, c->rport, seq, (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0, flags,
-		      win, hlen);
-	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n, payload_sum);
+	uint32_t ack = (flags & UIW_TCP_ACK) ? c->rcv_nxt : 0;
+
+	uiw_tcp_build(th, c->lport, c->rport, seq, ack, flags, win, hlen);
+	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n, payload_sum,
+		     payload_sum != PAYLOAD_SUM_NONE
+		     ? hdr_raw_sum(c->lport, c->rport, seq, ack, flags, win, opts, optlen) : 0);
 	if (flags & UIW_TCP_ACK) {
 		c->last_ack_sent = c->rcv_nxt;
 		if (!sack_left)
@@ -829,7 +853,7 @@ static void send_raw(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t
 	}
 	th = (struct uiw_tcp_hdr *)rte_pktmbuf_append(m, UIW_TCP_HDR_LEN);
 	uiw_tcp_build(th, lport, rport, seq, ack, flags, 0, UIW_TCP_HDR_LEN);
-	tcp_checksum(t, m, th, laddr, raddr, UIW_TCP_HDR_LEN, PAYLOAD_SUM_NONE);
+	tcp_checksum(t, m, th, laddr, raddr, UIW_TCP_HDR_LEN, PAYLOAD_SUM_NONE, 0);
 	tcp_count(t, UIW_TCP_C_rst_tx);
 	tcp_count(t, UIW_TCP_C_tx_segs);
 	uiw_net_output(t->net, m, raddr, UIW_IPPROTO_TCP, t->now);
