@@ -129,10 +129,21 @@ static inline uiw_be16 uiw_inet_cksum_of(uint16_t sum)
 	return uiw_be16_of((uint16_t)~sum);
 }
 
-/** Fills a 20-byte header (no options) and its checksum. */
+/**
+ * Fills a 20-byte header (no options) and its checksum. The checksum is summed from the
+ * values, not read back from the header: loads wider than the stores that just wrote it
+ * cannot take them from the store buffer, and wait for every store before them.
+ */
 static inline void uiw_ipv4_build(struct uiw_ipv4_hdr *h, uint8_t proto, uint32_t src,
 				  uint32_t dst, uint16_t payload_len, uint16_t id)
 {
+	uint32_t sum = ((UIW_IPV4_VERSION << 4 | UIW_IPV4_HDR_LEN / 4) << 8) +
+		       (uint32_t)(UIW_IPV4_HDR_LEN + payload_len) + id + UIW_IPV4_FLAG_DF +
+		       ((uint32_t)UIW_IPV4_DEFAULT_TTL << 8 | proto) + (src >> 16) + (src & 0xffff) +
+		       (dst >> 16) + (dst & 0xffff);
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
 	h->ver_ihl = (UIW_IPV4_VERSION << 4) | (UIW_IPV4_HDR_LEN / 4);
 	h->tos = 0;
 	h->total_len = uiw_be16_of((uint16_t)(UIW_IPV4_HDR_LEN + payload_len));
@@ -143,7 +154,7 @@ static inline void uiw_ipv4_build(struct uiw_ipv4_hdr *h, uint8_t proto, uint32_
 	h->cksum = uiw_be16_of(0);
 	h->src = uiw_be32_of(src);
 	h->dst = uiw_be32_of(dst);
-	h->cksum = uiw_inet_cksum_of(uiw_inet_sum(h, UIW_IPV4_HDR_LEN));
+	h->cksum = uiw_inet_cksum_of((uint16_t)sum);
 }
 
 #endif
