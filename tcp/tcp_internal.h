@@ -76,10 +76,10 @@ struct tcp_seg {
 	struct tcp_opts opt;
 };
 
-/* Data waiting to be acknowledged or sent: single-segment mbufs linked by m->next. */
 /* How far ahead the walk that frees acknowledged mbufs asks for the ones it frees next. */
 #define TCP_SQ_AHEAD 8
 
+/* Data waiting to be acknowledged or sent: single-segment mbufs linked by m->next. */
 struct tcp_sndq {
 	struct rte_mbuf *head, *tail;
 	uint32_t head_off;        /* bytes of head already acknowledged */

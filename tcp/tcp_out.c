@@ -131,8 +131,8 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 		}
 		copy->ol_flags = (copy->ol_flags & ~c->tcp->record_flag) |
 				 (m->ol_flags & c->tcp->record_flag);
-		/* The copies name no mbufs ahead, and the names the queue's others hold, and
-		 * its ordinals, no longer count its mbufs: none are written until it empties. */
+		/* The copy stands where another mbuf was: the names and the ordinals no longer
+		 * match the queue, so none are written until it empties (the copy names none). */
 		q->ahead_stale = true;
 		for (struct rte_mbuf *s = copy; c->tcp->ahead_off >= 0 && s != NULL; s = s->next)
 			*sq_ahead_of(c->tcp, s) = NULL;
@@ -596,16 +596,13 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
 	}
 }
 
-/* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
- * sum, as DPDK's TX offload wants). @p payload_sum: the sum of all that follows the
- * header, taken as it was copied into the one mbuf @p m (sndq_put()), or
- * PAYLOAD_SUM_NONE. */
 /*
  * The sum of a header as uiw_raw_sum() would read it from the frame, taken from the values
- * uiw_tcp_build() writes and the options it follows: the frame's header was written just
- * before, in stores of 1 to 4 octets that wider loads cannot take from the store buffer,
- * so reading it back waited for every store before them (the FPDU's too) to reach the
- * cache. The one's-complement sum is the same in either byte order (RFC 1071 §2 (B)).
+ * uiw_tcp_build() writes and from the options as built on the stack. The header was
+ * written just before, in stores of 1 to 4 octets that wider loads cannot take from the
+ * store buffer: reading it back waited for every store before them (the FPDU's too) to
+ * reach the cache. The one's-complement sum is the same in either byte order (RFC 1071
+ * §2 (B)).
  */
 static uint32_t hdr_raw_sum(uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
 			    uint8_t flags, uint16_t win, const uint8_t *opts, unsigned optlen)
@@ -618,8 +615,10 @@ static uint32_t hdr_raw_sum(uint16_t sport, uint16_t dport, uint32_t seq, uint32
 	return rte_bswap16((uint16_t)sum) + uiw_raw_sum(opts, optlen);
 }
 
-/* The segment's checksum, or what the PMD needs to take it. @p hdr_raw: the header's raw
- * sum (hdr_raw_sum()), used with a payload's noted sum (@p payload_sum). */
+/* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
+ * sum, as DPDK's TX offload wants). @p payload_sum: the sum of all that follows the
+ * header, taken as it was copied into the one mbuf @p m (sndq_put()), or
+ * PAYLOAD_SUM_NONE; with one, @p hdr_raw is the header's (hdr_raw_sum()). */
 static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_hdr *th,
 			 uint32_t src, uint32_t dst, uint32_t tcp_len, uint32_t payload_sum,
 			 uint32_t hdr_raw)
