@@ -56,6 +56,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->rfc7306 = 1;
 	cfg->send_imm = 1;
 	cfg->recv_wait_ms = 1000;
+	cfg->cq_spin_us = 50;
 	cfg->mpa_reply_timeout_ms = 10000;
 	cfg->mpa_request_timeout_ms = 5000;
 	cfg->mpa_initiator_delay_us = 10000;
@@ -185,6 +186,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("rfc7306", rfc7306, 0, 1),
 	UINT_KEY("send_imm", send_imm, 0, 1),
 	UINT_KEY("recv_wait_ms", recv_wait_ms, 0, 600000),
+	UINT_KEY("cq_spin_us", cq_spin_us, 0, 1000000),
 	UINT_KEY("tx_zero_copy", tx_zero_copy, 0, 2),
 	UINT_KEY("memif_zero_copy", memif_zero_copy, 0, 1),
 	UINT_KEY("tso", tso, 0, 1),

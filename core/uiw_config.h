@@ -90,6 +90,8 @@ struct uiw_config {
 	unsigned send_imm;                 /**< with rfc7306: announce Send with immediate data */
 	unsigned recv_wait_ms;             /**< verbs QPs: a Send finding no receive waits this
 	                                    *   long for one (0: Terminated at once) */
+	unsigned cq_spin_us;               /**< ibv_get_cq_event(): run the stack this long for
+	                                    *   the event before sleeping (0: sleep at once) */
 	unsigned tso;                      /**< TCP segmentation offload where the port has it */
 	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */
 	unsigned memif_zero_copy;          /**< a memif client lends its mbufs to the server

@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 
 #define CHANNEL_EVENTS 1024   /* a power of two: the ring's slots are the array */
@@ -153,6 +154,11 @@ void uiw_api_abandon(void);
  * started it to its lcore, and a thread made from it inherits that pin. */
 void uiw_thread_unpin(void);
 
+/* pthread_create() for the stack's own threads (the progress thread, engine threads): they
+ * start with every signal blocked, so that the program's handlers run in its own threads,
+ * and a signal meant to end a program thread's blocking call reaches that thread. */
+int uiw_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
 #define UIW_API_LOCK()                                                                       \
 	int uiw_held_ __attribute__((cleanup(uiw_api_unlock), unused)) = uiw_api_lock()
 
@@ -193,6 +199,8 @@ void uiw_inline_pass(void);
  * handler would have interrupted a kernel read(): installed without SA_RESTART).
  */
 bool uiw_wait_some(int fd, bool nonblock);
+/* The same, the sleep with @p mask as the thread's signal mask (ppoll()); NULL: unchanged. */
+bool uiw_wait_some_masked(int fd, bool nonblock, const sigset_t *mask);
 
 /* Whether the program made @p fd non-blocking, asked of the kernel once per call that
  * must wait (*@p flags starts at -1) and not by calls that find something to take. */
@@ -304,7 +312,12 @@ struct uiw_channel {
 	struct ibv_comp_channel ch;
 	struct ibv_cq *q[CHANNEL_EVENTS];
 	struct uiw_ring ring;
+	bool spin_cold;      /* the last spin ran out: sleep at once until a wait is short */
 };
+
+/* ibv_get_cq_event()'s spin (cq_spin_us), with the lock: waits the spin served, spins that
+ * ran out and slept, and waits that slept without one (the channel cold). */
+extern unsigned long uiw_cq_spin_hits, uiw_cq_spin_misses, uiw_cq_spin_cold;
 
 struct uiw_cq_v {
 	struct ibv_cq cq;

@@ -17,13 +17,19 @@
 # Each client starts once uiwarp-stat (UIWARP_STAT) lists its server's listener: a fixed
 # second was not always enough for a server on a loaded machine to reach rdma_listen, and
 # its client, refused, gave up.
-# usage: dropin.sh DROPIN_DIR (or a library in it) [CONNECT_DELAY_SO [UIWARP_STAT]]
+# ibv_get_cq_event() runs the stack in the caller's thread before it sleeps (cq_spin_us):
+# CQ_WAIT (tests/integration/cq_wait.c) shows a signal due during that spin ending the call
+# with EINTR and a non-blocking channel answering EAGAIN; rping's counters show its waits
+# served so, and none with cq_spin_us=0.
+# usage: dropin.sh DROPIN_DIR (or a library in it) [CONNECT_DELAY_SO [UIWARP_STAT [CQ_WAIT]]]
 set -u
-lib=${1:?usage: dropin.sh DROPIN_DIR [CONNECT_DELAY_SO [UIWARP_STAT]]}
+lib=${1:?usage: dropin.sh DROPIN_DIR [CONNECT_DELAY_SO [UIWARP_STAT [CQ_WAIT]]]}
 delay_so=${2:-}
 [ -z "$delay_so" ] || delay_so=$(realpath "$delay_so")
 stat_tool=${3:-}
 [ -z "$stat_tool" ] || stat_tool=$(realpath "$stat_tool")
+cq_wait=${4:-}
+[ -z "$cq_wait" ] || cq_wait=$(realpath "$cq_wait")
 [ -d "$lib" ] || lib=$(dirname "$lib")
 lib=$(cd "$lib" && pwd)
 for t in ibv_devices ibv_devinfo rping ucmatose ib_send_bw ib_write_bw ib_read_bw \
@@ -67,6 +73,28 @@ if grep -q "transport:.*iWARP" <<<"$out" && grep -q "state:.*PORT_ACTIVE" <<<"$o
 	echo "ok: ibv_devinfo -v: iWARP, port active, Ethernet"
 else
 	bad "ibv_devinfo: $out"
+fi
+
+# 2b. ibv_get_cq_event() on a channel nothing reaches (one process on a ring port). A
+# SIGALRM whose handler has no SA_RESTART, due 100 ms in, while the call spins (1 s here),
+# must end it with EINTR once the spin is over: a wait that handled the signal in its spin
+# would sleep on for ever (the timeout). On an O_NONBLOCK channel: EAGAIN, and no spin.
+if [ -n "$cq_wait" ]; then
+	out=$(LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ring; cq_spin_us=1000000" timeout 20 "$cq_wait" signal 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "ok: $(grep '^signal:' <<<"$out")"
+	else
+		bad "cq_wait signal: rc $rc: $(tail -3 <<<"$out")"
+	fi
+	out=$(LD_LIBRARY_PATH="$lib" UIWARP_CONFIG="$ring" UIWARP_STATS=1 timeout 20 "$cq_wait" nonblock 2>&1)
+	rc=$?
+	spun=$(awk '$1 == "progress.cq_spin_hits" || $1 == "progress.cq_spin_misses" { n += $2 } END { print n + 0 }' <<<"$out")
+	if [ $rc -eq 0 ] && [ "$spun" -eq 0 ] && grep -q "progress.cq_spin_misses" <<<"$out"; then
+		echo "ok: $(grep '^nonblock:' <<<"$out"), no spin"
+	else
+		bad "cq_wait nonblock: rc $rc: $(grep -E '^nonblock:|cq_spin' <<<"$out")"
+	fi
 fi
 
 # 3. An idle server (rping -s blocked in rdma_get_cm_event, no client on the memif link)
@@ -197,6 +225,27 @@ perftest_set() {
 }
 
 rping_pair memif
+# rping's completion thread takes every completion through ibv_get_cq_event(): served by
+# its own passes (progress.cq_spin_hits), not by sleeping, except with cq_spin_us=0.
+client_env=(UIWARP_STATS=1)
+rping_pair memif
+hits=$(awk '$1 == "progress.cq_spin_hits" { print $2 }' "$tmp/client.log")
+if [ "${hits:-0}" -lt 50 ]; then
+	bad "rping: ${hits:-no} completion waits served by the caller's spin"
+else
+	echo "ok: rping: $hits completion waits served by the caller's spin"
+fi
+extra_cfg="; cq_spin_us=0"
+rping_pair memif
+extra_cfg=""
+hits=$(awk '$1 == "progress.cq_spin_hits" { print $2 }' "$tmp/client.log")
+kicks=$(awk '$1 == "progress.kicks_wait" { print $2 }' "$tmp/client.log")
+if [ "${hits:-1}" -ne 0 ] || [ "${kicks:-0}" -lt 50 ]; then
+	bad "rping, cq_spin_us=0: ${hits:-no} waits served by a spin, ${kicks:-no} slept"
+else
+	echo "ok: rping, cq_spin_us=0: no spin, $kicks waits slept"
+fi
+client_env=()
 pair memif ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0.1
 # A thousand connections at once: the listen backlog, the ARP wait in rdma_resolve_addr
 # and the CM's event delivery at scale.

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -270,7 +271,7 @@ static bool status_wanted(uint64_t now)
 }
 static void *progress_main(void *arg);
 
-static void bring_up(void)
+static void bring_up_here(void)
 {
 	char err[512] = "";
 
@@ -327,12 +328,29 @@ static void bring_up(void)
 	/* Programs that wait on memory (ib_write_lat polls the bytes a Write brings) make no
 	 * call that could drive the stack: the thread runs from the start. */
 	inst.nap_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (inst.nap_fd < 0 || pthread_create(&inst.thread, NULL, progress_main, NULL) != 0) {
+	if (inst.nap_fd < 0 || uiw_thread_start(&inst.thread, progress_main, NULL) != 0) {
 		fprintf(stderr, "uiwarp: cannot start the progress thread\n");
 		inst.err = EAGAIN;
 		return;
 	}
 	pthread_detach(inst.thread);
+}
+
+/*
+ * Every thread the instance starts (DPDK's interrupt and control threads, the vhost-user
+ * driver's, the engine threads, the progress thread) starts with every signal blocked: a
+ * signal sent to the process then reaches a program thread, never runs the program's
+ * handler in one of these, and one that ends a blocked call (EINTR, ibv_get_cq_event()'s
+ * spin) reaches the thread in that call.
+ */
+static void bring_up(void)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	bring_up_here();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /*
@@ -372,6 +390,10 @@ static void print_counters(void)
 	fprintf(stderr, "  progress.kicks_wait         %12lu  # blocking calls that left the stack to the thread while they slept\n"
 		"  progress.kicks_nonblock     %12lu  # non-blocking calls that found nothing and woke the thread\n",
 		inst.kicks_wait, inst.kicks_nonblock);
+	fprintf(stderr, "  progress.cq_spin_hits       %12lu  # ibv_get_cq_event waits served by the caller's spin (cq_spin_us)\n"
+		"  progress.cq_spin_misses     %12lu  # spins that ran out, the caller then slept\n"
+		"  progress.cq_spin_cold       %12lu  # waits that slept at once, the channel's last spin having run out\n",
+		uiw_cq_spin_hits, uiw_cq_spin_misses, uiw_cq_spin_cold);
 	fprintf(stderr, "  progress.bias_renews        %12lu  # times the lock was biased to the polling thread\n"
 		"  progress.bias_revokes       %12lu  # times another thread took the bias back\n"
 		"  progress.calls_biased       %12lu  # program calls that took the lock by the bias\n"
