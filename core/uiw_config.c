@@ -56,7 +56,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->rfc7306 = 1;
 	cfg->send_imm = 1;
 	cfg->recv_wait_ms = 1000;
-	cfg->cq_spin_us = 50;
+	cfg->cq_spin_us = 20;
 	cfg->mpa_reply_timeout_ms = 10000;
 	cfg->mpa_request_timeout_ms = 5000;
 	cfg->mpa_initiator_delay_us = 10000;

@@ -312,11 +312,13 @@ struct uiw_channel {
 	struct ibv_comp_channel ch;
 	struct ibv_cq *q[CHANNEL_EVENTS];
 	struct uiw_ring ring;
-	bool spin_cold;      /* the last spin ran out: sleep at once until a wait is short */
+	bool spin_cold;      /* the last spin ran out: waits sleep at once until the event
+			      * of one comes within cq_spin_us */
+	uint64_t event_ns;   /* when the last event was queued (cq_notify()) */
 };
 
-/* ibv_get_cq_event()'s spin (cq_spin_us), with the lock: waits the spin served, spins that
- * ran out and slept, and waits that slept without one (the channel cold). */
+/* ibv_get_cq_event()'s spin (cq_spin_us), atomic adds: waits the caller's passes served,
+ * spins that ran out and slept, and waits that slept without one (the channel cold). */
 extern unsigned long uiw_cq_spin_hits, uiw_cq_spin_misses, uiw_cq_spin_cold;
 
 struct uiw_cq_v {
