@@ -141,16 +141,16 @@ else
 	bad "rdma_xserver/rdma_xclient: rc $rc/$src"; tail -n 5 "$tmp/rdma_xserver.s" "$tmp/rdma_xserver.c"
 fi
 
-# uiwarp-stat on a running pair (rping -C 5000: a second or two on an idle machine, a
-# minute or more when other programs spin on its cores). Listing connects to each socket
-# and hangs up at once: the program must not notice (no SIGPIPE). Both are asked once
-# both answer and rping's QPs are up.
+# uiwarp-stat on a running pair (rping -C 20000: two or three seconds on an idle machine;
+# 5000 took under one since ibv_get_cq_event() spins, and the listing missed them).
+# Listing connects to each socket and hangs up at once: the program must not notice (no
+# SIGPIPE). Both are asked once both answer and rping's QPs are up.
 sock="$tmp/stat.sock"
-srv "$sock" timeout -k 5 150 rping -s -a 10.73.0.1 -C 5000 >"$tmp/stat.s" 2>&1 &
+srv "$sock" timeout -k 5 150 rping -s -a 10.73.0.1 -C 20000 >"$tmp/stat.s" 2>&1 &
 spid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 wait_listener 7174   # rping's port
-cli "$sock" timeout -k 5 150 rping -c -a 10.73.0.1 -C 5000 -V >"$tmp/stat.c" 2>&1 &
+cli "$sock" timeout -k 5 150 rping -c -a 10.73.0.1 -C 20000 -V >"$tmp/stat.c" 2>&1 &
 cpid=$!
 for _ in $(seq 100); do
 	pids=$("$stat_tool" 2>/dev/null)
