@@ -117,8 +117,14 @@ struct tcp_ooo {
  */
 #define TCP_RX_SHARE 160
 /* Window probes sent for a record the window is too short for (nothing in flight) before
- * the record goes split: a receiver whose window never opens to one still gets it. */
+ * the record goes split: a receiver whose window never opens to one still gets it. And
+ * never sooner than TCP_RECORD_SPLIT_NS after the window first fell short: a receiving
+ * RDMA layer may hold a Send for its receive that long (our recv_wait_ms, 1000 ms by
+ * default) and then either open the window whole or end the stream, so with a short RTO
+ * (a 10 ms RTO runs its probes out in 0.63 s) the probes alone would split records that
+ * waiting would have kept whole. */
 #define TCP_RECORD_PROBES 6
+#define TCP_RECORD_SPLIT_NS (1000ull * 1000 * 1000)
 
 /*
  * The send side likewise: a connection may always queue TCP_TX_SHARE mbufs, more only
@@ -153,7 +159,8 @@ struct uiw_tcp_conn {
 	uint8_t dupacks;
 	uint8_t nscore;
 	/* The window is short of the record at SND.NXT with nothing in flight: the persist
-	 * timer asks for the window (record_probes times at most) before the record is split. */
+	 * timer asks for the window (record_probes times at least, for TCP_RECORD_SPLIT_NS
+	 * from record_short_ns at least) before the record is split. */
 	bool record_short;
 	uint8_t record_probes;
 	uint16_t flags;
@@ -204,6 +211,7 @@ struct uiw_tcp_conn {
 
 	/* Timers: absolute ns, 0 = off. */
 	uint64_t t_rexmt, t_persist, t_delack, t_close, t_probe;
+	uint64_t record_short_ns;          /* when record_short was last set from clear */
 	uint64_t t_next;                   /* the wheel's deadline */
 
 	const struct uiw_tcp_ops *ops;

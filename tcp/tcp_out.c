@@ -477,6 +477,15 @@ static struct rte_mbuf *gather_flatten(const struct uiw_tcp_conn *c, const struc
 	return copy;
 }
 
+/* A record the window has been short of, with nothing in flight, may now go split: the
+ * persist timer has asked for the window TCP_RECORD_PROBES times and the window has been
+ * short for TCP_RECORD_SPLIT_NS (tcp_internal.h says why both). */
+static bool record_split_due(const struct uiw_tcp_conn *c)
+{
+	return c->record_short && c->record_probes >= TCP_RECORD_PROBES &&
+	       c->tcp->now - c->record_short_ns >= TCP_RECORD_SPLIT_NS;
+}
+
 /*
  * TSO: how many bytes from @p seq (at most @p room) one frame carries for the PMD to cut
  * into segments of *@p segsz payload bytes. RFC 5044 §8 must still hold on the wire after
@@ -989,12 +998,14 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 		 * than split the record. With nothing in flight no ACK comes by itself: the
 		 * persist timer asks for the window with a probe that carries no data (a
 		 * receiver that let go of what it held also says so itself); only after
-		 * TCP_RECORD_PROBES of them is the record split, so that a window that never
-		 * opens to a whole record cannot stall the connection. */
+		 * TCP_RECORD_PROBES of them, and TCP_RECORD_SPLIT_NS, is the record split, so
+		 * that a window that never opens to a whole record cannot stall the connection. */
 		if (segsz == 0 && len < c->mss && sndq_record_len(c, c->snd_nxt, c->mss) > len &&
-		    (c->snd_nxt != c->snd_una || c->record_probes < TCP_RECORD_PROBES)) {
+		    (c->snd_nxt != c->snd_una || !record_split_due(c))) {
 			tcp_count(c->tcp, UIW_TCP_C_tx_record_wait);
 			if (c->snd_nxt == c->snd_una) {
+				if (!c->record_short)
+					c->record_short_ns = c->tcp->now;
 				c->record_short = true;
 				if (c->t_persist == 0) {
 					c->t_persist = c->tcp->now + (uint64_t)c->rto_us * 1000ull;

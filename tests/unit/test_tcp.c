@@ -1471,50 +1471,64 @@ END_TEST
  * holds data back): the record is not split at once. After an RTO a probe without data asks
  * for the window; an answer that opens it lets the record go whole (_i 0). A receiver whose
  * window stays short through TCP_RECORD_PROBES probes gets it split, so nothing stalls
- * (_i 1). */
+ * (_i 1: the default RTO, whose probes take longer than TCP_RECORD_SPLIT_NS). With a 10 ms
+ * RTO the probes run out in 0.63 s: the record still waits until the window has been short
+ * for TCP_RECORD_SPLIT_NS, as a receiver may hold it shut that long for a receive (_i 2). */
 START_TEST(short_window_waits_for_the_whole_record)
 {
 	struct out syn = establish_passive(NULL, 0), o;
 	uint32_t una = syn.seq + 1;
+	uint64_t short_at;
+	unsigned probes = 0;
 	char r[300];
 
+	if (_i == 2) {
+		T->min_rto_us = 10 * 1000;
+		ev.accepted->rto_us = 10 * 1000;
+	}
 	memset(r, 'r', sizeof(r));
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win = 100 });
 	fake_port_clear(&fx_port);
 	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(r, sizeof(r)), UIW_TCP_SEND_RECORD), 0);
+	short_at = now_ns;
 	uiw_tcp_run(T, now_ns);
 	uiw_port_flush(&fx_port.port);
 	ck_assert_uint_eq(fx_port.nsent, 0);
-	for (unsigned p = 0; p < (_i ? TCP_RECORD_PROBES : 1u); p++) {
+	for (;;) {
 		fake_port_clear(&fx_port);
 		for (unsigned k = 0; fx_port.nsent == 0; k++) {
 			ck_assert_msg(k < 2000, "no probe");
-			advance(10 * MS);
+			advance(_i == 2 ? MS : 10 * MS);
 		}
 		sent(0, &o);   /* the probe: no data */
 		ck_assert_uint_eq(o.seq, una - 1);
 		ck_assert_uint_eq(o.len, 0);
+		probes++;
 		fake_port_clear(&fx_port);
 		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK,
 				      .win = _i ? 100 : 65535 });
 		uiw_port_flush(&fx_port.port);
-		if (!_i)
+		if (!_i || fx_port.nsent != 0)
 			break;
-		if (p + 1 < TCP_RECORD_PROBES)
-			ck_assert_uint_eq(fx_port.nsent, 0);   /* still short: another probe */
+		/* still short: another probe */
+		ck_assert_msg(probes < TCP_RECORD_PROBES || now_ns - short_at < TCP_RECORD_SPLIT_NS,
+			      "probe %u at %llu ms: not split", probes,
+			      (unsigned long long)((now_ns - short_at) / MS));
 	}
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_eq(o.seq, una);
 	if (!_i) {
-		ck_assert_uint_eq(fx_port.nsent, 1);
-		sent(0, &o);
-		ck_assert_uint_eq(o.seq, una);
 		ck_assert_uint_eq(o.len, 300);   /* whole */
+		ck_assert_uint_eq(probes, 1);
 	} else {
-		ck_assert_uint_eq(fx_port.nsent, 1);
-		sent(0, &o);
-		ck_assert_uint_eq(o.seq, una);
 		ck_assert_uint_eq(o.len, 100);   /* split, as the window allows */
+		ck_assert_uint_ge(probes, TCP_RECORD_PROBES);
+		ck_assert_uint_ge(now_ns - short_at, TCP_RECORD_SPLIT_NS);
+		/* _i 1: the probes were the later bound; _i 2: the time was */
+		ck_assert_uint_eq(probes, _i == 1 ? TCP_RECORD_PROBES : TCP_RECORD_PROBES + 1);
 	}
-	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_persist_probes], _i ? TCP_RECORD_PROBES : 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_persist_probes], probes);
 }
 END_TEST
 
@@ -2618,7 +2632,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
-	tcase_add_loop_test(tc, short_window_waits_for_the_whole_record, 0, 2);
+	tcase_add_loop_test(tc, short_window_waits_for_the_whole_record, 0, 3);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, new_ack_is_not_a_duplicate);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);

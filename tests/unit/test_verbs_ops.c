@@ -827,21 +827,21 @@ START_TEST(send_waits_for_a_receive)
 	}
 	/* Progress passes (the doorbells too), taking nothing, until the receiver's window has
 	 * shut (under one MSS, where uiw_tcp_ulp_held() owes an update): at 5% loss under a
-	 * sanitizer the sender may need more than the first 50 ms to fill it. Then 50 ms more,
-	 * so that the ACK saying so has gone out. Not much longer: a window left short of a
-	 * record with nothing in flight is probed TCP_RECORD_PROBES times and the record then
-	 * split (tcp_out.c), about 0.3 s on from here at this pair's RTO, and the capture
-	 * must show every FPDU in a segment of its own (a hold of 0.4 s split one at 5% loss;
-	 * test_tcp shows the split itself). */
+	 * sanitizer the sender may need more than the first 200 ms to fill it. Then 500 ms
+	 * more: the ACK saying so goes out, and the sender finds its window short of a record
+	 * with nothing in flight. It probes TCP_RECORD_PROBES times (0.3 s at this pair's RTO)
+	 * but must not split the record before the window has been short for
+	 * TCP_RECORD_SPLIT_NS (1 s): the capture must show every FPDU in a segment of its own
+	 * (test_tcp shows the split itself). */
 	const struct uiw_tcp_conn *rtc = uiw_mpa_tcp(uiw_qp_conn(uiw_verbs_qp_core(srv.id->qp)));
-	uint64_t start = uiw_now_ns(), until = start + 50 * UIW_NS_PER_MS;
+	uint64_t start = uiw_now_ns(), until = start + 200 * UIW_NS_PER_MS;
 
 	while (uiw_now_ns() < until || uiw_tcp_rcv_window(rtc) >= tcp_our_mss(rtc->tcp)) {
 		ck_assert_msg(uiw_now_ns() - start < 20 * UIW_NS_PER_S,
 			      "the receiver's window never shut: %u octets open", uiw_tcp_rcv_window(rtc));
 		ck_assert_int_eq(ibv_poll_cq(srv.cq, 0, &none), 0);
 	}
-	until = uiw_now_ns() + 50 * UIW_NS_PER_MS;
+	until = uiw_now_ns() + 500 * UIW_NS_PER_MS;
 	while (uiw_now_ns() < until)
 		ck_assert_int_eq(ibv_poll_cq(srv.cq, 0, &none), 0);
 	ck_assert_int_eq(ibv_poll_cq(srv.cq, 1, &none), 0);
