@@ -268,6 +268,8 @@ struct uiw_tcp {
 	uint64_t crc_flag;                 /* mbuf dynflag: a received payload's CRC taken with
 					    * its sum (uiw_tcp_rx_crc(); 0: none) */
 	bool pool_empty;                   /* an mbuf was not found this pass: no more tries */
+	bool rx_large;                     /* the last receive round's frames were large
+	                                    * (uiw_tcp_poll(): rounds of a few frames) */
 	bool rss_stray_said;               /* rss_stray() (tcp_in.c) has logged its warning */
 	unsigned rx_mbufs;                 /* receive holds of all connections */
 	unsigned rx_mbufs_soft, rx_mbufs_hard;

@@ -85,21 +85,53 @@ void uiw_tcp_run(struct uiw_tcp *t, uint64_t now)
  * more segments with each ACK. */
 #define POLL_RX_ROUNDS 4
 
+/*
+ * Large frames (a TSO sender's, up to 64 KiB each, cut by nobody on the way: virtio-user to
+ * vhost-user) brought a whole flight in one burst: 12 of them were the 370 KB a
+ * connection's send share lets it have in flight, and the one ACK for them went out once
+ * all were placed, some 200 µs later, while the sender, its share used, waited idle for
+ * it (64 KiB Writes 12-14 Gb/s with TSO, 19-20 without). So large frames
+ * (POLL_RX_LARGE_FRAME octets on average, above any jumbo MTU's) are taken in by
+ * POLL_RX_LARGE_BURST at a time, and the ACKs they owe go out before the next are
+ * (uiw_tcp_run()), so that the sender refills as this side places: 20-25 Gb/s. While
+ * they come, the PMD too is asked for that many a round (its copy of the next frames
+ * then waits for the ACK). Rounds of 2 or 6 frames, or an ACK a 128 KiB, did less
+ * (docs/BENCHMARKS.md).
+ */
+#define POLL_RX_LARGE_FRAME 16384
+#define POLL_RX_LARGE_BURST 4
+
 unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
 {
 	struct rte_mbuf *pkts[POLL_MAX_BURST];
 	uint16_t burst = (uint16_t)u32_min(t->net->rx_burst, POLL_MAX_BURST);
-	unsigned n = 0;
+	unsigned n = 0, rounds = POLL_RX_ROUNDS;
 
 	now = tcp_clock(t, now);
-	for (unsigned r = 0; r < POLL_RX_ROUNDS; r++) {
-		uint16_t got = uiw_port_rx(t->port, pkts, burst);
+	for (unsigned r = 0; r < rounds; r++) {
+		uint16_t want = t->rx_large ? (uint16_t)u32_min(POLL_RX_LARGE_BURST, burst) : burst;
+		uint16_t got = uiw_port_rx(t->port, pkts, want);
+		uint32_t octets = 0;
 
 		if (got == 0)
 			break;
-		uiw_net_input(t->net, pkts, got, now);
+		for (uint16_t i = 0; i < got; i++)
+			octets += pkts[i]->pkt_len;
+		t->rx_large = octets / got >= POLL_RX_LARGE_FRAME;
+		if (t->rx_large)
+			rounds = POLL_RX_ROUNDS * burst / POLL_RX_LARGE_BURST;
+		if (!t->rx_large) {
+			uiw_net_input(t->net, pkts, got, now);
+		} else {
+			for (uint16_t i = 0; i < got; i += POLL_RX_LARGE_BURST) {
+				uiw_net_input(t->net, pkts + i,
+					      (uint16_t)u32_min(POLL_RX_LARGE_BURST, got - i), now);
+				uiw_tcp_run(t, now);
+				uiw_port_flush(t->port);
+			}
+		}
 		n += got;
-		if (got < burst)
+		if (got < want)
 			break;
 	}
 	/* A pass that finds nothing (most of them, polling) costs only these checks. */

@@ -29,7 +29,7 @@ static struct {
 	struct uiw_tcp_conn *accepted;
 	unsigned connected, peer_closed, closed;
 	int closed_err;
-	uint8_t data[65536];
+	uint8_t data[384 * 1024];
 	uint32_t ndata;
 	unsigned sent_calls;         /* ops->sent */
 	uint32_t sent_bytes;         /* the octets they reported acknowledged */
@@ -119,7 +119,7 @@ static size_t build_seg(uint8_t *f, const struct seg *s)
 	unsigned hlen = 20 + s->optlen;
 	uint8_t ph[12];
 	uint32_t sum = 0;
-	uint8_t tmp[4096];
+	static uint8_t tmp[20480];
 
 	memcpy(f, MAC_US, 6);
 	memcpy(f + 6, MAC_PEER, 6);
@@ -1532,6 +1532,93 @@ START_TEST(short_window_waits_for_the_whole_record)
 }
 END_TEST
 
+/* Frames the test port's receive burst hands over, in order. */
+static struct rte_mbuf *rxq[16];
+static unsigned rxq_n, rxq_next, rx_asked;
+
+static uint16_t rxq_burst(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t k = 0;
+
+	(void)port;
+	if (n > rx_asked)
+		rx_asked = n;
+	while (k < n && rxq_next < rxq_n)
+		pkts[k++] = rxq[rxq_next++];
+	return k;
+}
+
+/* @p len octets from @p f in a chain of mbufs of 1,024 octets each, as a PMD hands a
+ * large frame over. */
+static struct rte_mbuf *chain_copy(const uint8_t *f, size_t len)
+{
+	struct rte_mbuf *head = NULL;
+
+	for (size_t off = 0; off < len; off += 1024) {
+		size_t k = len - off < 1024 ? len - off : 1024;
+		struct rte_mbuf *m = frame_copy(f + off, k);
+
+		if (head == NULL)
+			head = m;
+		else
+			ck_assert_int_eq(rte_pktmbuf_chain(head, m), 0);
+	}
+	return head;
+}
+
+/* Twelve frames in one poll pass. Of ordinary size (_i 0), they are taken in one burst and
+ * answered by one ACK at the end of the pass. Large ones (_i 1: 16,500 octets each, as a
+ * TSO sender's frames reach a receiver that takes large frames, uncut) are taken four at a
+ * time, and each four are acknowledged before the next are taken (tcp_poll.c), so that a
+ * sender whose whole flight came in one burst refills while this side works; while they
+ * come large, the PMD is asked for four at a time. */
+START_TEST(large_frames_acknowledged_four_at_a_time)
+{
+	static const uint8_t ws[] = { 1, 3, 3, 7 };   /* NOP, WS 7: a window past 64 KiB */
+	struct out syn = establish_passive(ws, sizeof(ws)), o;
+	uint32_t len = _i ? 16500 : 1000, seq = PEER_ISN + 2;
+	uint8_t *data = calloc(1, len), *f = malloc(len + 100);
+
+	ck_assert_ptr_nonnull(data);
+	ck_assert_ptr_nonnull(f);
+	/* One octet first: its delayed ACK gives the scaled window the frames need. */
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK,
+			      .data = "x", .len = 1 });
+	advance(2 * MS);
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &o);
+	ck_assert_uint_ge((uint32_t)o.win << 7, 12 * len);
+	fx_port.port.rx_burst = rxq_burst;
+	for (unsigned pass = 0, frames = 12; pass < 2; pass++, frames = 8) {
+		uint32_t from = seq;
+
+		fake_port_clear(&fx_port);
+		rxq_n = rxq_next = rx_asked = 0;
+		for (unsigned i = 0; i < frames; i++, seq += len) {
+			size_t n = build_seg(f, &(struct seg){ .seq = seq, .ack = syn.seq + 1,
+							       .flags = UIW_TCP_ACK, .data = data,
+							       .len = len });
+
+			rxq[rxq_n++] = chain_copy(f, n);
+		}
+		uiw_tcp_poll(T, now_ns);
+		ck_assert_uint_eq(rxq_next, frames);
+		/* the first pass asks for a full burst; the second, after large frames, for 4 */
+		ck_assert_uint_eq(rx_asked, (_i && pass == 1 ? 4u : 32u));
+		ck_assert_uint_eq(fx_port.nsent, (_i ? frames / 4 : 1u));
+		for (unsigned k = 0; k < fx_port.nsent; k++) {
+			sent(k, &o);
+			ck_assert_uint_eq(o.len, 0);
+			ck_assert_uint_eq(o.ack, from + (_i ? 4 * (k + 1) : frames) * len);
+		}
+	}
+	ck_assert_uint_eq(ev.ndata, 1 + 20 * len);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_rx_large], (_i ? 20u : 0u));
+	free(f);
+	free(data);
+}
+END_TEST
+
 /* RFC 5044 §8.1.2: an FPDU is never split. A record as long as the MSS allows would not
  * fit beside SACK blocks: it goes whole without them, and a pure ACK carries the blocks
  * right after. */
@@ -2633,6 +2720,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
 	tcase_add_loop_test(tc, short_window_waits_for_the_whole_record, 0, 3);
+	tcase_add_loop_test(tc, large_frames_acknowledged_four_at_a_time, 0, 2);
 	tcase_add_test(tc, fast_retransmit_on_three_duplicate_acks);
 	tcase_add_test(tc, new_ack_is_not_a_duplicate);
 	tcase_add_test(tc, sack_acks_with_new_window_start_recovery);
