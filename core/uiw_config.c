@@ -47,6 +47,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->tx_zero_copy = 0;
 	cfg->memif_zero_copy = 0;
 	cfg->tso = 0;
+	cfg->tso_slabs = 64;
 	cfg->lro = 1;
 	cfg->mpa_p2p = 0;
 	cfg->mpa_rtr = 2 | 4;
@@ -190,6 +191,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("tx_zero_copy", tx_zero_copy, 0, 2),
 	UINT_KEY("memif_zero_copy", memif_zero_copy, 0, 1),
 	UINT_KEY("tso", tso, 0, 1),
+	UINT_KEY("tso_slabs", tso_slabs, 0, 65536),
 	UINT_KEY("lro", lro, 0, 1),
 	UINT_KEY("mpa_reply_timeout_ms", mpa_reply_timeout_ms, 10, 600000),
 	UINT_KEY("mpa_request_timeout_ms", mpa_request_timeout_ms, 10, 600000),

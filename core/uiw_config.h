@@ -93,6 +93,7 @@ struct uiw_config {
 	unsigned cq_spin_us;               /**< ibv_get_cq_event(): run the stack this long for
 	                                    *   the event before sleeping (0: sleep at once) */
 	unsigned tso;                      /**< TCP segmentation offload where the port has it */
+	unsigned tso_slabs;                /**< with TSO: 64 KiB buffers FPDUs are built in */
 	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */
 	unsigned memif_zero_copy;          /**< a memif client lends its mbufs to the server
 	                                    *   where the EAL allows it (docs/CONFIG.md) */

@@ -846,6 +846,18 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	port->own_pool = true;
 	if (setup_queues(port, &info, cfg) != 0)
 		goto fail;
+	/* With TSO, FPDUs side by side in buffers of 64 KiB (MPA's fpdu_slab()), so that a
+	 * frame of them is a header and a piece or two. Shared by the engines' queues (the
+	 * pool's ring takes puts and gets from any thread); none to be had: each FPDU alone. */
+	if (port->tso_max != 0 && cfg->tso_slabs > 0) {
+		snprintf(pool_name, sizeof(pool_name), "uiw_slabs_%u", port_id);
+		port->slabs = rte_pktmbuf_pool_create(pool_name, cfg->tso_slabs, 0, 0, UINT16_MAX,
+						      rte_eth_dev_socket_id(port_id));
+		if (port->slabs == NULL)
+			UIW_WARN("port %s: no pool of %u slabs for TSO (%s): FPDUs built one by one "
+				 "(raise key 'memory')", port->name, cfg->tso_slabs,
+				 rte_strerror(rte_errno));
+	}
 	setup_mtu(port, &info, cfg);
 	if (cfg->mac_set) {
 		struct rte_ether_addr mac;
@@ -920,6 +932,8 @@ fail:
 	rte_eth_dev_close(port_id);
 	rte_mempool_free(port->pool);
 	port->pool = NULL;
+	rte_mempool_free(port->slabs);
+	port->slabs = NULL;
 	return -1;
 }
 
@@ -1023,6 +1037,7 @@ void uiw_port_close(struct uiw_port *port)
 	port->tx_n = 0;
 	if (port->shared) {
 		port->pool = NULL;
+		port->slabs = NULL;
 		return;
 	}
 	if (port->port_id != UIW_PORT_NONE) {
@@ -1040,6 +1055,8 @@ void uiw_port_close(struct uiw_port *port)
 	if (port->own_pool)
 		rte_mempool_free(port->pool);
 	port->pool = NULL;
+	rte_mempool_free(port->slabs);   /* after the device: its frames are all freed */
+	port->slabs = NULL;
 	free((void *)port->rss);
 	port->rss = NULL;
 }

@@ -79,6 +79,8 @@ struct uiw_port {
 	uint32_t tso_max;             /**< TSO: the most TCP payload one frame may carry for the
 	                               *   PMD to cut (0: no TSO) */
 	uint16_t tso_segs;            /**< TSO: the most mbufs one such frame may chain */
+	struct rte_mempool *slabs;    /**< TSO: mbufs of 64 KiB that MPA builds FPDUs side by
+	                               *   side in (key tso_slabs; NULL: none) */
 	const struct uiw_port_rss *rss; /**< RSS over the queue pairs, when the PMD reports
 	                               *   its key and table (NULL: none) */
 	uiw_burst_fn rx_burst;

@@ -64,6 +64,8 @@
 	X(tx_lent_octets, "payload octets sent from the caller's memory, not copied")        \
 	X(tx_gathered, "FPDUs queued as one mbuf around the caller's memory (TCP copies each)") \
 	X(tx_nombuf, "sends refused: no mbuf")                                               \
+	X(tx_slabbed, "FPDUs built side by side in a slab, for TSO frames of few pieces")     \
+	X(tx_slab_none, "FPDUs built alone: no slab free (the port has TSO)")                \
 	X(tx_starved, "sends refused with nothing in flight: retried by the poll")           \
 	X(rx_nomem, "streams stopped: no memory to join a ULPDU")
 
@@ -171,6 +173,12 @@ int uiw_mpa_create(struct uiw_mpa **out, struct uiw_tcp *tcp, struct rte_mempool
  *  NIC reads frames by DMA), only memory whose lender names its DMA mapping (a struct
  *  uiw_lend with .dma set) is lent. */
 void uiw_mpa_set_lend(struct uiw_mpa *m, bool on, bool dma);
+
+/** Where TCP sends TSO frames: @p slabs, a pool of large mbufs, in which FPDUs are built
+ *  side by side, each queued as an indirect mbuf on its slab, so that a frame of many
+ *  FPDUs is a header and one piece (or two, across slabs) instead of a piece an FPDU.
+ *  NULL: each FPDU in an mbuf of its own. */
+void uiw_mpa_set_slabs(struct uiw_mpa *m, struct rte_mempool *slabs);
 
 /** Tags @p m with what owns it (the stack engine it is part of), for uiw_mpa_owner(). */
 void uiw_mpa_set_owner(struct uiw_mpa *m, void *owner);

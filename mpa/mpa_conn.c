@@ -69,6 +69,20 @@ void uiw_mpa_set_lend(struct uiw_mpa *m, bool on, bool dma)
 	m->lend_dma = dma;
 }
 
+void uiw_mpa_set_slabs(struct uiw_mpa *m, struct rte_mempool *slabs)
+{
+	m->slabs = slabs;
+}
+
+/* Lets go of the slab the connection was filling: its FPDUs hold it until they go. */
+static void slab_drop(struct uiw_mpa_conn *c)
+{
+	if (c->slab != NULL) {
+		rte_pktmbuf_free(c->slab);
+		c->slab = NULL;
+	}
+}
+
 /* The responder's Request is answered (or the connection gone): its listener's backlog
  * has room again. */
 void uiw_mpa_unpend(struct uiw_mpa_conn *c)
@@ -94,6 +108,7 @@ static void conn_free(struct uiw_mpa_conn *c)
 	uiw_mpa_deframer_fini(&c->rx);
 	for (unsigned i = 0; i < c->nheld; i++)
 		rte_pktmbuf_free(c->held[i]);
+	slab_drop(c);
 	free(c);
 }
 
@@ -429,6 +444,49 @@ static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 }
 
 /*
+ * An FPDU of @p wire octets right after the last one in the connection's slab, as an
+ * indirect mbuf on it (from the port's pool, as an FPDU's own mbuf would be), or NULL when
+ * there is no slab to be had (the caller builds it alone). Where TCP hands the PMD TSO
+ * frames, a frame of FPDUs built alone is a header and an indirect mbuf on each FPDU, some
+ * 46 pieces for 64 KiB: allocating and attaching them and the virtio ring's descriptors
+ * for them cost more than the frames saved (docs/BENCHMARKS.md). Side by side in a slab,
+ * TCP joins the FPDUs of a frame into one piece (sndq_put()). A slab goes back to its pool
+ * when its last FPDU is acknowledged and its last frame sent; the connection holds the one
+ * it fills only while it has data unacknowledged (t_sent()), so the pool, shared by the
+ * engine's connections, is held by those that send; with none free, FPDUs are built alone
+ * (tx_slab_none), as without TSO.
+ */
+static struct rte_mbuf *fpdu_slab(struct uiw_mpa_conn *c, uint32_t wire)
+{
+	struct rte_mbuf *s = c->slab, *m;
+
+	if (s == NULL || (uint32_t)c->slab_off + wire > s->buf_len) {
+		slab_drop(c);
+		s = rte_pktmbuf_alloc(c->m->slabs);
+		if (s == NULL) {
+			mpa_count(c->m, UIW_MPA_C_tx_slab_none);
+			return NULL;
+		}
+		c->slab = s;
+		c->slab_off = 0;   /* a frame's headers go in a mbuf of their own */
+		if (wire > s->buf_len) {
+			mpa_count(c->m, UIW_MPA_C_tx_slab_none);
+			return NULL;
+		}
+	}
+	m = rte_pktmbuf_alloc(c->m->pool);
+	if (m == NULL)
+		return NULL;
+	rte_pktmbuf_attach(m, s);
+	m->data_off = c->slab_off;
+	m->data_len = (uint16_t)wire;
+	m->pkt_len = wire;
+	c->slab_off = (uint16_t)(c->slab_off + wire);
+	mpa_count(c->m, UIW_MPA_C_tx_slabbed);
+	return m;
+}
+
+/*
  * Without Markers, in one mbuf @p m from @p d: the pieces side by side, one pass over each
  * octet. Where TCP sums in software, that pass sums too (with the CRC, from the same
  * loads), and TCP takes that sum, whether it sends the mbuf or copies it whole into a
@@ -527,6 +585,9 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		m = fpdu_gathered(c, iov, n, ncopy, lend, (uint32_t)ulen);
 		if (m == NULL)
 			m = fpdu_lent(c, iov, n, ncopy, lend, (uint32_t)ulen);
+	} else if (!c->info.markers_tx && c->m->slabs != NULL &&
+		   (m = fpdu_slab(c, wire)) != NULL) {
+		fill_flat(c, m, rte_pktmbuf_mtod(m, uint8_t *), iov, n, (uint32_t)ulen);
 	} else if (!c->info.markers_tx &&
 		   wire + RTE_PKTMBUF_HEADROOM <= rte_pktmbuf_data_room_size(c->m->pool) &&
 		   (m = fpdu_mbuf(c, wire)) != NULL) {
@@ -854,8 +915,11 @@ static void t_sent(void *user, struct uiw_tcp_conn *tc, uint32_t bytes)
 {
 	struct uiw_mpa_conn *c = user;
 
-	(void)tc;
 	(void)bytes;
+	/* All acknowledged: the slab half filled goes back once its frames are sent, rather
+	 * than wait, held, for this connection's next FPDU. */
+	if (c->slab != NULL && uiw_tcp_acked(tc, uiw_tcp_queued_end(tc)))
+		slab_drop(c);
 	if (c->state != MPA_S_FULL)
 		return;
 	/* Room came: what TCP refused at the release goes before anything new (else, with

@@ -52,6 +52,8 @@ struct uiw_mpa_conn {
 	uint32_t rr_len;
 	struct uiw_mpa_deframer rx;
 	uint32_t tx_pos;                /* stream position of our next FPDU */
+	struct rte_mbuf *slab;          /* the slab the next FPDU goes in, held (fpdu_slab()) */
+	uint16_t slab_off;              /* where in it (its data_off) */
 	bool expect_rtr;                /* responder: the first FPDU is the RTR */
 	bool swallow_read_resp;         /* initiator: the Read RTR's empty Read Response */
 	struct rte_mbuf *held[MPA_HELD_MAX];
@@ -95,6 +97,7 @@ struct uiw_mpa {
 	bool lend;                      /* uiw_mpa_send_lent() lends (config tx_zero_copy) */
 	bool lend_iova_va;              /* lent memory's IOVA is its address (EAL IOVA as VA) */
 	bool lend_dma;                  /* only memory with a DMA mapping is lent (uiw_lend) */
+	struct rte_mempool *slabs;      /* uiw_mpa_set_slabs() (NULL: none) */
 };
 
 /* A connection's timer (deadline or release) is set to @p at: uiw_mpa_run() looks at the

@@ -266,6 +266,17 @@ static bool segment_over(struct uiw_tcp_conn *c, struct rte_mbuf *m, struct rte_
 	return true;
 }
 
+/* True when octets [@p off, @p off + @p n) of queued mbuf @p m lie right after the last
+ * octet of frame piece @p t, in the same buffer (FPDUs built side by side in a slab,
+ * MPA's fpdu_slab()), and @p t may grow by @p n: a TSO frame then takes them into @p t. */
+static bool piece_joins(const struct rte_mbuf *t, const struct rte_mbuf *m, uint32_t off,
+			uint32_t n)
+{
+	return RTE_MBUF_CLONED(t) && RTE_MBUF_CLONED(m) && t->buf_addr == m->buf_addr &&
+	       (uint32_t)t->data_off + t->data_len == (uint32_t)m->data_off + off &&
+	       (uint32_t)t->data_len + n <= UINT16_MAX;
+}
+
 /* Appends @p n bytes at @p off of @p m to @p seg: copied, or (@p attach) as an indirect
  * mbuf on the queued data chained after the header, so the payload is not copied; the
  * queued mbuf then lives until both the queue and the PMD are done with it. *@p psum
@@ -328,6 +339,12 @@ static bool sndq_put(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t off, u
 			return false;
 		copy_in(dst, rte_pktmbuf_mtod_offset(m, const char *, off), n, at, psum,
 			noted_sum(c, m, off, n));
+		return true;
+	}
+	if (tso && t != seg && piece_joins(t, m, off, n)) {
+		t->data_len = (uint16_t)(t->data_len + n);
+		t->pkt_len += n;
+		seg->pkt_len += n;
 		return true;
 	}
 	if (seg->nb_segs >= max_segs)
@@ -500,7 +517,7 @@ static uint32_t tso_plan(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, ui
 	uint64_t record = c->tcp->record_flag;
 	uint32_t mseq, total = 0, len = 0;
 	unsigned segs = 1, max_segs = c->tcp->port->tso_segs;
-	struct rte_mbuf *m = sndq_find(c, seq, &mseq);
+	struct rte_mbuf *m = sndq_find(c, seq, &mseq), *prev = NULL;
 
 	room = u32_min(room, c->tcp->port->tso_max);
 	if (m == NULL || room <= c->mss || uiw_port_tx_room(c->tcp->port) == 0)
@@ -526,8 +543,11 @@ static uint32_t tso_plan(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, ui
 		do {
 			if (!sndq_can_attach(c, p))
 				goto out;
+			/* Side by side with the piece before it: the frame's piece grows. */
+			if (prev == NULL || !piece_joins(prev, p, 0, 0))
+				pieces++;
 			rlen += p->data_len;
-			pieces++;
+			prev = p;
 			p = p->next;
 		} while (p != NULL && !(p->ol_flags & record));
 		if (rlen > c->mss || (len != 0 && rlen > len) || total + rlen > room ||

@@ -53,8 +53,10 @@ static int open_layers(struct uiw_stack *e, const struct uiw_stack_opts *o, char
 		snprintf(err, errlen, "cannot create the MPA engine");
 		return -ENOMEM;
 	}
-	if (e->mpa != NULL)
+	if (e->mpa != NULL) {
 		uiw_mpa_set_owner(e->mpa, e);
+		uiw_mpa_set_slabs(e->mpa, e->port.slabs);
+	}
 	/* Lending pays where the PMD takes chained frames and copies or sends them from the
 	 * memory itself; elsewhere the payload is copied once, in the CRC's pass. */
 	if (e->mpa != NULL)

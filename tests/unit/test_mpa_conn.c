@@ -324,7 +324,7 @@ END_TEST
 
 /* ---- TSO: side A hands over frames of many segments, cut here as a NIC cuts them. ---- */
 
-static unsigned tso_frames, tso_segs, frame_len, frame_segsz;
+static unsigned tso_frames, tso_segs, frame_len, frame_segsz, frame_pieces_max;
 
 /* The NIC's checksums: the IPv4 header's when asked; TCP's from the pseudo-header sum the
  * stack left in the field (with TSO, without the length, which is added per segment). */
@@ -382,6 +382,8 @@ static uint16_t nic_cut(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max)
 
 		frame_len = m->pkt_len;
 		frame_segsz = m->tso_segsz;
+		if (m->nb_segs > frame_pieces_max)
+			frame_pieces_max = m->nb_segs;
 		r = rte_gso_segment(m, &ctx, out, max);
 
 		ck_assert_int_gt(r, 1);
@@ -405,16 +407,25 @@ static uint16_t nic_cut(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max)
  * whole FPDUs of one length and at most one shorter last, with tso_segsz that length.
  * DPDK's segmenter cuts them; every segment must hold exactly one FPDU, carry the right
  * checksums (B checks them in software) and the CRCs (B checks them), and B gets every
- * ULPDU in order.
+ * ULPDU in order. With slabs (_i 1: FPDUs built side by side in 64 KiB buffers), a frame
+ * is its header and one piece a slab it spans; with one slab only (_i 2), the FPDUs that
+ * find it taken are built alone. Every slab goes back to its pool when the FPDUs are done.
  */
 START_TEST(tso_frames_cut_one_fpdu_per_segment)
 {
 	struct uiw_mpa_params ip, lp;
 	static uint32_t sizes[160];
 	uint32_t n = 0, total = 0, want[2];
+	struct rte_mempool *slabs = NULL;
 
-	tso_frames = tso_segs = 0;
+	tso_frames = tso_segs = frame_pieces_max = 0;
 	pair_enable_tso(&pair_a, nic_cut);
+	if (_i > 0) {
+		slabs = rte_pktmbuf_pool_create("test_slabs", _i == 1 ? 16 : 1, 0, 0, UINT16_MAX,
+						SOCKET_ID_ANY);
+		ck_assert_ptr_nonnull(slabs);
+		uiw_mpa_set_slabs(pair_a.st.mpa, slabs);
+	}
 	params(&ip);
 	ip.crc = true;
 	params(&lp);
@@ -455,8 +466,24 @@ START_TEST(tso_frames_cut_one_fpdu_per_segment)
 	ck_assert_uint_eq(uiw_tcp_counters(pair_a.st.tcp)[UIW_TCP_C_tx_tso_frames], tso_frames);
 	ck_assert_uint_eq(uiw_tcp_counters(pair_b.st.tcp)[UIW_TCP_C_drop_cksum], 0);
 	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_crc_err), 0);
+	if (_i == 0) {
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_tx_slabbed), 0);
+		ck_assert_uint_gt(frame_pieces_max, 3);    /* a piece an FPDU */
+	} else if (_i == 1) {
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_tx_slabbed), n);
+		ck_assert_uint_le(frame_pieces_max, 3);    /* the header, a piece a slab */
+	} else {
+		ck_assert_uint_gt(ctr(&pair_a, UIW_MPA_C_tx_slabbed), 0);
+		ck_assert_uint_gt(ctr(&pair_a, UIW_MPA_C_tx_slab_none), 0);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_tx_slabbed) + ctr(&pair_a, UIW_MPA_C_tx_slab_none), n);
+	}
 	uiw_mpa_close(ini.c);
 	ck_assert(pair_run_until(both_closed, NULL, 3000));
+	if (slabs != NULL) {
+		ck_assert_uint_eq(rte_mempool_in_use_count(slabs), 0);
+		uiw_mpa_set_slabs(pair_a.st.mpa, NULL);
+		rte_mempool_free(slabs);
+	}
 }
 END_TEST
 
@@ -1287,7 +1314,7 @@ int main(void)
 	tcase_add_loop_test(tc, extension_used_only_when_both_announce, 0, 4);
 	tcase_add_test(tc, extension_trailer_on_the_wire);
 	tcase_add_test(tc, responder_crc_and_reject_by_owner);
-	tcase_add_test(tc, tso_frames_cut_one_fpdu_per_segment);
+	tcase_add_loop_test(tc, tso_frames_cut_one_fpdu_per_segment, 0, 3);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
