@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # RDMA benchmark through the verbs API (uiwarp-perf, CRC on): RDMA Write, RDMA Read and Send
 # bandwidth at 64 KiB and 8-octet RDMA Write ping-pong latency between two uiwarp processes
-# over vhost-user/virtio-user and over memif (one core each), beside the kernel's
+# over vhost-user/virtio-user (without and with TSO) and over memif (one core each), beside the kernel's
 # single-stream TCP (iperf3) and a 64-byte TCP ping-pong (sockperf) over a veth pair between
 # two namespaces, in the same run. Prints figures; asserts nothing. Run on an idle machine.
 #
@@ -20,26 +20,30 @@ trap cleanup EXIT
 common="hugepages=off; memory=1024; mbufs=65535"
 
 n=0
-# run NAME KIND PERF_ARGS...: KIND vhost or memif, a fresh socket each time; server on CPU 1,
-# client on CPU 0.
+# run NAME KIND PERF_ARGS...: KIND vhost, vhost-tso (the vhost side offers TSO, both stacks
+# use it) or memif, a fresh socket each time; server on CPU 1, client on CPU 0.
 run() {
-	local name=$1 kind=$2 spid sport cport row
+	local name=$1 kind=$2 spid sport cport row extra=""
 	shift 2
 	n=$((n + 1))
-	if [ "$kind" = vhost ]; then
+	if [ "$kind" = vhost-tso ]; then
+		sport="net_vhost0,iface=$tmp/v$n.sock,queues=1,tso=1"
+		cport="net_virtio_user0,path=$tmp/v$n.sock,queues=1"
+		extra="; tso=1"
+	elif [ "$kind" = vhost ]; then
 		sport="net_vhost0,iface=$tmp/v$n.sock,queues=1"
 		cport="net_virtio_user0,path=$tmp/v$n.sock,queues=1"
 	else
 		sport="net_memif0,role=server,socket=$tmp/m$n.sock,socket-abstract=no"
 		cport="net_memif0,role=client,socket=$tmp/m$n.sock,socket-abstract=no"
 	fi
-	"$perf" --set "port=$sport; ip=10.69.0.1/24; lcores=1; $common" --listen 18515 \
+	"$perf" --set "port=$sport; ip=10.69.0.1/24; lcores=1; $common$extra" --listen 18515 \
 		>"$tmp/server.log" 2>&1 &
 	spid=$!
 	# The server makes the socket once its EAL is up.
 	for _ in $(seq 100); do [ -S "$tmp/${kind:0:1}$n.sock" ] && break; sleep 0.1; done
 	sleep 0.2
-	timeout 120 "$perf" --set "port=$cport; ip=10.69.0.2/24; lcores=0; $common" \
+	timeout 120 "$perf" --set "port=$cport; ip=10.69.0.2/24; lcores=0; $common$extra" \
 		--connect 10.69.0.1:18515 --csv "$@" >"$tmp/client.log" 2>&1
 	kill -TERM "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
@@ -55,12 +59,17 @@ run() {
 }
 
 echo "uiwarp-perf, $iters iterations each"
-for kind in vhost memif; do
-	label=$([ "$kind" = vhost ] && echo vhost-user || echo memif)
+for kind in vhost vhost-tso memif; do
+	case $kind in
+	vhost) label=vhost-user ;;
+	vhost-tso) label="vhost-user, TSO" ;;
+	*) label=memif ;;
+	esac
 	run "$label, RDMA Write 64 KiB" "$kind" --op write --size 65536 --iters "$iters"
 	run "$label, RDMA Read 64 KiB" "$kind" --op read --size 65536 --iters "$iters"
 	run "$label, Send 64 KiB" "$kind" --op send --size 65536 --iters "$iters"
-	run "$label, RDMA Write 8 B ping-pong" "$kind" --op write --lat --size 8 --iters "$iters"
+	[ "$kind" = vhost-tso ] ||
+		run "$label, RDMA Write 8 B ping-pong" "$kind" --op write --lat --size 8 --iters "$iters"
 done
 
 # The kernel over a veth pair between two namespaces, pinned like the above.
