@@ -105,11 +105,12 @@ unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
 {
 	struct rte_mbuf *pkts[POLL_MAX_BURST];
 	uint16_t burst = (uint16_t)u32_min(t->net->rx_burst, POLL_MAX_BURST);
-	unsigned n = 0, rounds = POLL_RX_ROUNDS;
+	/* POLL_RX_ROUNDS full bursts' worth of frames a pass, in whatever rounds they come. */
+	unsigned n = 0, most = POLL_RX_ROUNDS * burst;
 
 	now = tcp_clock(t, now);
-	for (unsigned r = 0; r < rounds; r++) {
-		uint16_t want = t->rx_large ? (uint16_t)u32_min(POLL_RX_LARGE_BURST, burst) : burst;
+	while (n < most) {
+		uint16_t want = (uint16_t)u32_min(t->rx_large ? POLL_RX_LARGE_BURST : burst, most - n);
 		uint16_t got = uiw_port_rx(t->port, pkts, want);
 		uint32_t octets = 0;
 
@@ -118,8 +119,6 @@ unsigned uiw_tcp_poll(struct uiw_tcp *t, uint64_t now)
 		for (uint16_t i = 0; i < got; i++)
 			octets += pkts[i]->pkt_len;
 		t->rx_large = octets / got >= POLL_RX_LARGE_FRAME;
-		if (t->rx_large)
-			rounds = POLL_RX_ROUNDS * burst / POLL_RX_LARGE_BURST;
 		if (!t->rx_large) {
 			uiw_net_input(t->net, pkts, got, now);
 		} else {
