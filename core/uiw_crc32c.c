@@ -201,6 +201,24 @@ store128(uint8_t *p, __m256i a, __m256i b, __m256i c, __m256i d)
 	return p + 128;
 }
 
+/* fold_finish() for the 256- and 512-bit runs. The tail's scalar CRC is a call that GCC
+ * (12, with LTO, which sees the callee use no vector registers) makes a tail jump with no
+ * VZEROUPPER before it, so the callee returned to our caller with the upper halves of the
+ * vector registers dirty; every SSE instruction after that, in any code, then paid for
+ * the transition (a 64 KiB Write sender spent a fifth of its time so: send_message()'s one
+ * MOVD, memcpy()'s 16-octet loads). The VZEROUPPER is made explicit here. */
+__attribute__((target("avx,pclmul,sse4.2"), always_inline)) static inline uint32_t
+fold_finish_wide(__m128i x0, const uint8_t *p, size_t len)
+{
+	for (; len >= 16; p += 16, len -= 16)
+		x0 = fold(x0, K128, load16(p));
+	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
+
+	s = _mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
+	_mm256_zeroupper();
+	return uiw_crc32c_update_hw((uint32_t)s, p, len);
+}
+
 /* Adds each 32-bit word of @p x to @p acc's 64-bit lanes (a lane gains less than 2^32 a
  * call, as in uiw_csum.c's rounds): the Internet checksum's part of a one-pass run. */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline __m256i
@@ -255,8 +273,8 @@ fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 		*wide = (uint64_t)_mm_cvtsi128_si64(t) + (uint64_t)_mm_extract_epi64(t, 1);
 	}
 	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
-	return fold_finish(fold(_mm256_castsi256_si128(y0), K128, _mm256_extracti128_si256(y0, 1)),
-			   p, len);
+	return fold_finish_wide(fold(_mm256_castsi256_si128(y0), K128,
+				     _mm256_extracti128_si256(y0, 1)), p, len);
 }
 
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) uint32_t
@@ -390,8 +408,8 @@ fold512_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 		*wide = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1));
 	__m256i y = fold256(_mm512_castsi512_si256(z3), k256, _mm512_extracti64x4_epi64(z3, 1));
 
-	return fold_finish(fold(_mm256_castsi256_si128(y), K128, _mm256_extracti128_si256(y, 1)),
-			   p, len);
+	return fold_finish_wide(fold(_mm256_castsi256_si128(y), K128,
+				     _mm256_extracti128_si256(y, 1)), p, len);
 }
 
 __attribute__((target(T512))) uint32_t
@@ -482,7 +500,7 @@ fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 
 	*wide = (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
 	x0 = fold(fold(fold(x0, K128, x1), K128, x2), K128, x3);
-	return fold_finish(x0, p, len);
+	return fold_finish_wide(x0, p, len);
 }
 
 bool uiw_crc32c_fold256_available(void)
