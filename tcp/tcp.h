@@ -351,6 +351,7 @@ struct uiw_tcp_gauges {
 	unsigned sq_mbufs;       /**< mbufs held by send queues (control messages' too) */
 	unsigned sq_stalled;     /**< of them, queues whose peers take nothing (zero window,
 				  *   or a retransmission timeout since the last new ACK) */
+	unsigned senders;        /**< connections with data queued, who split the send share */
 };
 void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g);
 

@@ -202,7 +202,6 @@ struct uiw_tcp_conn *uiw_tcp_conn_new(struct uiw_tcp *t, uint32_t laddr, uint16_
 	c->hnext = t->hash[h];
 	t->hash[h] = c;
 	t->nconns++;
-	uiw_tcp_tx_share_set(t);
 	return c;
 }
 
@@ -255,7 +254,6 @@ void uiw_tcp_conn_free(struct uiw_tcp_conn *c)
 	c->hnext = t->free_list;
 	t->free_list = c;
 	t->nconns--;
-	uiw_tcp_tx_share_set(t);
 }
 
 /* The connection ends: the layer above hears why, then the TCB is freed. */
@@ -565,10 +563,20 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 	 * never acknowledges our Reply holds its mbuf, and hundreds of such peers would
 	 * otherwise hold the budget every other connection's data needs. */
 	bool ctrl = (flags & UIW_TCP_SEND_CTRL) && c->sq_mbufs == 0;
+	/* Its first data makes it a sender: judged by the share it has as one. */
+	bool first = !ctrl && c->sq_mbufs == c->sq_ctrl && m->pkt_len > 0;
 
+	if (first) {
+		c->tcp->nsenders++;
+		uiw_tcp_tx_share_set(c->tcp);
+	}
 	if (ctrl ? c->tcp->sq_mbufs + c->tcp->sq_ctrl + m->nb_segs > c->tcp->sq_pool_max ||
 			   m->pkt_len > c->tcp->snd_buf
 		 : m->pkt_len > uiw_tcp_send_space(c) || !uiw_tcp_tx_fits(c, m->nb_segs)) {
+		if (first) {
+			c->tcp->nsenders--;
+			uiw_tcp_tx_share_set(c->tcp);
+		}
 		if (!(flags & UIW_TCP_SEND_KEEP))
 			rte_pktmbuf_free(m);
 		return -ENOBUFS;
@@ -689,6 +697,7 @@ void uiw_tcp_gauges(const struct uiw_tcp *t, struct uiw_tcp_gauges *g)
 	g->rx_mbufs = t->rx_mbufs;
 	g->sq_mbufs = t->sq_mbufs + t->sq_ctrl;
 	g->sq_stalled = t->sq_stalled;
+	g->senders = t->nsenders;
 }
 
 void uiw_tcp_close_all(struct uiw_tcp *t)

@@ -260,6 +260,7 @@ void uiw_stack_print_gauges(FILE *f, const struct uiw_stack *s)
 			sum.rx_mbufs += g.rx_mbufs;
 			sum.sq_mbufs += g.sq_mbufs;
 			sum.sq_stalled += g.sq_stalled;
+			sum.senders += g.senders;
 			if (s->nengines > 1)
 				fprintf(f, "engine%u.tcp.conns %u\n", i, g.conns);
 		}
@@ -269,8 +270,9 @@ void uiw_stack_print_gauges(FILE *f, const struct uiw_stack *s)
 	}
 	if (s->tcp != NULL)
 		fprintf(f, "tcp.conns %u\ntcp.half_open %u\ntcp.rx_mbufs %u\ntcp.sq_mbufs %u\n"
-			"tcp.sq_stalled %u\n",
-			sum.conns, sum.half_open, sum.rx_mbufs, sum.sq_mbufs, sum.sq_stalled);
+			"tcp.sq_stalled %u\ntcp.senders %u\n",
+			sum.conns, sum.half_open, sum.rx_mbufs, sum.sq_mbufs, sum.sq_stalled,
+			sum.senders);
 	if (s->mpa != NULL)
 		fprintf(f, "mpa.conns %u\n", mpa_conns);
 	fprintf(f, "arp.entries %u\n", arp);

@@ -309,7 +309,7 @@ class Suite:
 
     def idle(self, baseline, attacker_known, limit):
         """Waits until the status is back at @baseline; @return the last status read."""
-        keys = ("tcp.conns", "tcp.half_open", "tcp.rx_mbufs", "tcp.sq_mbufs", "tcp.sq_stalled", "mpa.conns")
+        keys = ("tcp.conns", "tcp.half_open", "tcp.rx_mbufs", "tcp.sq_mbufs", "tcp.sq_stalled", "tcp.senders", "mpa.conns")
         end = time.monotonic() + limit
         while True:
             st = self.read_status()
@@ -339,7 +339,7 @@ class Suite:
         held = self.read_status()
         print(f"  {kind}: while held: " + ", ".join(
             f"{k} {held.get(k, 0)}" for k in ("mbufs.in_use", "tcp.conns", "tcp.half_open",
-                                             "tcp.rx_mbufs", "tcp.sq_mbufs", "tcp.sq_stalled", "mpa.conns")))
+                                             "tcp.rx_mbufs", "tcp.sq_mbufs", "tcp.sq_stalled", "tcp.senders", "mpa.conns")))
         self.client(f"{kind}: second client during the attack")
         atk.stdin.close()
         for out in atk.stdout:
@@ -353,7 +353,7 @@ class Suite:
         st, over = self.idle(baseline, 1, 30)
         delta = {k: st[k] - before.get(k, 0) for k in st
                  if "." in k and st[k] != before.get(k, 0) and not k.startswith(("mbufs", "arp.entries"))
-                 and k not in ("tcp.conns", "tcp.half_open", "tcp.rx_mbufs", "tcp.sq_mbufs", "tcp.sq_stalled", "mpa.conns")}
+                 and k not in ("tcp.conns", "tcp.half_open", "tcp.rx_mbufs", "tcp.sq_mbufs", "tcp.sq_stalled", "tcp.senders", "mpa.conns")}
         shown = {k: v for k, v in delta.items() if not k.startswith(("port.", "net.rx", "net.tx"))}
         print(f"  {kind}: counters moved: " + ", ".join(f"{k} +{v}" for k, v in sorted(shown.items())))
         if over:

@@ -969,6 +969,46 @@ START_TEST(send_queues_within_their_budget)
 }
 END_TEST
 
+/* The share is split among the connections that send, not all that exist: beside one
+ * that sends nothing (perftest's -R control connection, an MPI provider's), a connection
+ * queues its whole TCP_TX_SHARE (it had half the soft limit, and half as much in flight).
+ * Once the other sends too, each has its half of the soft limit; once the other's queue
+ * empties, the whole share again. A first send refused leaves the count as it was. */
+START_TEST(send_share_split_among_senders)
+{
+	struct out syn = establish_passive(NULL, 0);
+	struct uiw_tcp_conn *a = ev.accepted, *b;
+	struct uiw_tcp_gauges g;
+	unsigned na = 0, nb = 0;
+
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
+	b = accept_shut_window(a);
+	ck_assert_uint_eq(T->nconns, 2);
+	ck_assert_uint_eq(T->nsenders, 0);
+	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
+		na++;
+	ck_assert_uint_eq(T->nsenders, 1);
+	ck_assert_uint_eq(na, TCP_TX_SHARE);
+	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
+		nb++;
+	uiw_tcp_gauges(T, &g);
+	ck_assert_uint_eq(g.senders, 2);
+	ck_assert_uint_eq(T->tx_share, T->sq_mbufs_soft / 2);
+	ck_assert_uint_eq(nb, T->tx_share);
+	ck_assert_int_eq(uiw_tcp_send(a, frame_copy("x", 1), 0), -ENOBUFS);   /* past its share */
+	uiw_tcp_sndq_clear(b);
+	ck_assert_uint_eq(T->nsenders, 1);
+	ck_assert_uint_eq(T->tx_share, TCP_TX_SHARE);
+	T->sq_pool_max = T->sq_mbufs;   /* nothing more fits */
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("y", 1), 0), -ENOBUFS);
+	ck_assert_uint_eq(T->nsenders, 1);
+	ck_assert_uint_eq(T->tx_share, TCP_TX_SHARE);
+	uiw_tcp_sndq_clear(a);
+	ck_assert_uint_eq(T->nsenders, 0);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
 /* tcp_sq_mbufs bounds the send budget below the pool's share (a size for the caches):
  * max at the key, soft at a third of it; a key above the pool's share leaves the pool's
  * quarters; engines split the pool's part but each keeps the whole key. */
@@ -1061,9 +1101,13 @@ START_TEST(stalled_queues_leave_the_budget)
 	T->sq_mbufs_soft = 32;
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
 	b = accept_shut_window(a);
-	ck_assert_uint_eq(T->tx_share, TCP_TX_SHARE_MIN);
+	/* Both send from the start: each has half the soft limit, at least the minimum. */
+	ck_assert_int_eq(uiw_tcp_send(b, frame_copy("y", 1), 0), 0);
+	nb++;
+	ck_assert_uint_eq(T->tx_share, TCP_TX_SHARE);   /* one sender so far */
 	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
 		na++;
+	ck_assert_uint_eq(T->tx_share, TCP_TX_SHARE_MIN);
 	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
 		nb++;
 	ck_assert_uint_eq(na, T->tx_share);
@@ -2645,17 +2689,17 @@ START_TEST(send_share_shrinks_with_many_connections)
 			     .sq_mbufs = 3000 };
 	struct uiw_tcp_conn c = { .tcp = &t, .sq_mbufs = 100 };
 
-	t.nconns = 4;          /* share 256 */
+	t.nsenders = 4;        /* share 256 */
 	uiw_tcp_tx_share_set(&t);
 	ck_assert(uiw_tcp_tx_fits(&c, 100));
 	ck_assert(!uiw_tcp_tx_fits(&c, 157));
-	t.nconns = 64;         /* share 2048 / 64 = 32 */
+	t.nsenders = 64;       /* share 2048 / 64 = 32 */
 	uiw_tcp_tx_share_set(&t);
 	ck_assert(!uiw_tcp_tx_fits(&c, 1));
 	c.sq_mbufs = 31;
 	ck_assert(uiw_tcp_tx_fits(&c, 1));
 	ck_assert(!uiw_tcp_tx_fits(&c, 2));
-	t.nconns = 10000;      /* at least TCP_TX_SHARE_MIN */
+	t.nsenders = 10000;    /* at least TCP_TX_SHARE_MIN */
 	uiw_tcp_tx_share_set(&t);
 	c.sq_mbufs = TCP_TX_SHARE_MIN - 1;
 	ck_assert(uiw_tcp_tx_fits(&c, 1));
@@ -2698,6 +2742,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, arp_shared_with_the_other_engines);
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
+	tcase_add_test(tc, send_share_split_among_senders);
 	tcase_add_test(tc, send_budget_capped_by_key);
 	tcase_add_test(tc, ctrl_message_past_the_budget);
 	tcase_add_test(tc, stalled_queues_leave_the_budget);
