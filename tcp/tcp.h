@@ -320,6 +320,16 @@ void uiw_tcp_conn_addrs(const struct uiw_tcp_conn *c, uint32_t *laddr, uint16_t 
 void uiw_tcp_conn_timing(const struct uiw_tcp_conn *c, uint32_t *srtt_us, uint32_t *rttvar_us,
 			 uint32_t *rto_us, uint32_t *cwnd);
 
+/** What bounds a connection's sending now: the peer's window and what is in flight
+ *  (octets), its send queue's mbufs against its share of the engine's send budget
+ *  (tcp_sq_mbufs), and whether the queue is set apart as stalled. */
+struct uiw_tcp_conn_sending {
+	uint32_t snd_wnd, in_flight;
+	unsigned sq_mbufs, share;
+	bool stalled;
+};
+void uiw_tcp_conn_sending(const struct uiw_tcp_conn *c, struct uiw_tcp_conn_sending *out);
+
 /** Prints one connection's state, sequence variables, windows and timers (for debugging). */
 void uiw_tcp_conn_dump(const struct uiw_tcp_conn *c, FILE *out);
 

@@ -678,6 +678,14 @@ void uiw_tcp_conn_timing(const struct uiw_tcp_conn *c, uint32_t *srtt_us, uint32
 	*cwnd = c->cwnd;
 }
 
+void uiw_tcp_conn_sending(const struct uiw_tcp_conn *c, struct uiw_tcp_conn_sending *out)
+{
+	*out = (struct uiw_tcp_conn_sending){
+		.snd_wnd = c->snd_wnd, .in_flight = c->snd_nxt - c->snd_una,
+		.sq_mbufs = c->sq_mbufs, .share = c->tcp->tx_share, .stalled = c->sq_stalled,
+	};
+}
+
 const uint64_t *uiw_tcp_counters(const struct uiw_tcp *t)
 {
 	return t->counters;

@@ -1433,8 +1433,16 @@ static void print_qp(FILE *f, const struct uiw_qp_v *q)
 			uiw_qp_ext(c) & UIW_MPA_EXT_SEND_IMM ? " send_imm" : "");
 		const struct uiw_tcp_conn_stats *st = uiw_tcp_conn_stats(t);
 
+		uint32_t srtt, rttvar, rto, cwnd;
+		struct uiw_tcp_conn_sending snd;
+
 		fprintf(f, "\n  tcp bytes in %" PRIu64 " out %" PRIu64 " retransmits %" PRIu64
 			" rto %" PRIu64, st->bytes_in, st->bytes_out, st->retransmits, st->rto_expiries);
+		uiw_tcp_conn_timing(t, &srtt, &rttvar, &rto, &cwnd);
+		uiw_tcp_conn_sending(t, &snd);
+		fprintf(f, "\n  tcp srtt %u us rttvar %u us timeout %u us cwnd %u wnd %u flight %u "
+			"sq %u share %u%s", srtt, rttvar, rto, cwnd, snd.snd_wnd, snd.in_flight,
+			snd.sq_mbufs, snd.share, snd.stalled ? " stalled" : "");
 	}
 	uiw_qp_depths(c, &d);
 	fprintf(f, "\n  queues sq %u/%u rq %u/%u%s orq %u/%u irq %u/%u\n  counters", d.sq, d.sq_cap,
