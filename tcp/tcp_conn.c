@@ -121,6 +121,13 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	 * one connection may take while the others leave it room) keeps a third of either,
 	 * so that connections stalled by their peers leave the others their shares. */
 	t->sq_cap = cfg->tcp_sq_mbufs;
+	t->tx_share_max = TCP_TX_SHARE;
+	if (t->port->pool != NULL) {
+		uint32_t room = rte_pktmbuf_data_room_size(t->port->pool);
+
+		if (room > 0 && TCP_TX_SHARE_BYTES / room < t->tx_share_max)
+			t->tx_share_max = u32_max(TCP_TX_SHARE_BYTES / room, TCP_TX_SHARE_MIN);
+	}
 	sq_limits(t, 1);
 	t->rx_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
 	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;

@@ -139,6 +139,12 @@ struct tcp_ooo {
  */
 #define TCP_TX_SHARE 256
 #define TCP_TX_SHARE_MIN 32
+/* And at most this many octets of the pool's mbufs (the share's memory, whatever they
+ * hold): a size for a core's caches. At MTU 9000 (mbufs of 9 KiB) 256 mbufs were 2.3 MB,
+ * more than this CPU's 2 MiB L2, and 64 KiB Writes over memif moved 48-50 Gb/s; with 128
+ * to 192 in flight 50-57, 160 and 128 against 256 alternating 49.5-53.4 against 47.2-50.3
+ * (docs/BENCHMARKS.md). At MTU 1500 (2 KiB mbufs) the 256 mbufs bind first. */
+#define TCP_TX_SHARE_BYTES (1280u * 1024)
 
 /* Zero-window probes a connection the application has closed sends before it gives up
  * (about 50 s from the 200 ms minimum RTO, doubling). */
@@ -283,6 +289,7 @@ struct uiw_tcp {
 	unsigned sq_pool_max;              /* sq_mbufs_max before the cap (UIW_TCP_SEND_CTRL) */
 	uint64_t timers_due;               /* the wheel has nothing to do before (ns) */
 	unsigned tx_share;                 /* each connection's share (uiw_tcp_tx_share_set()) */
+	unsigned tx_share_max;             /* TCP_TX_SHARE, or fewer of large mbufs */
 	/* Configuration. */
 	uint32_t rcv_buf, snd_buf;
 	uint32_t notsent_max;              /* of snd_buf, bytes queued and not yet sent (0: any) */
@@ -399,9 +406,9 @@ uint32_t uiw_tcp_rcv_window(const struct uiw_tcp_conn *c);
  * memif moved 26 Gb/s instead of 35. */
 static inline void uiw_tcp_tx_share_set(struct uiw_tcp *t)
 {
-	uint32_t share = t->nsenders > 1 ? t->sq_mbufs_soft / t->nsenders : TCP_TX_SHARE;
+	uint32_t share = t->nsenders > 1 ? t->sq_mbufs_soft / t->nsenders : t->tx_share_max;
 
-	t->tx_share = share > TCP_TX_SHARE ? TCP_TX_SHARE
+	t->tx_share = share > t->tx_share_max ? t->tx_share_max
 		      : share < TCP_TX_SHARE_MIN ? TCP_TX_SHARE_MIN : share;
 }
 

@@ -1038,7 +1038,38 @@ START_TEST(send_budget_capped_by_key)
 	uiw_tcp_set_engine(t2, 1, 2);
 	ck_assert_uint_eq(t2->sq_mbufs_max, 600);
 	ck_assert_uint_eq(t2->sq_mbufs_soft, 200);
+	ck_assert_uint_eq(t2->tx_share_max, TCP_TX_SHARE);   /* 2 KiB mbufs: the count binds */
+	ck_assert_uint_eq(t2->tx_share, TCP_TX_SHARE);
 	uiw_tcp_destroy(t2);
+}
+END_TEST
+
+/* On a pool of jumbo mbufs (MTU 9000) a connection's share is what TCP_TX_SHARE_BYTES
+ * holds of them, not 256 (2.3 MB, past a core's L2); one sending alone takes that much. */
+START_TEST(send_share_in_octets_of_large_mbufs)
+{
+	struct rte_mempool *big = rte_pktmbuf_pool_create("tcp_test_jumbo", 1023, 0, 0,
+							  RTE_PKTMBUF_HEADROOM + 9018, SOCKET_ID_ANY);
+	struct rte_mempool *own = fx_port.port.pool;
+	struct uiw_config cfg;
+	struct uiw_tcp *t2;
+	uint32_t room;
+
+	ck_assert_ptr_nonnull(big);
+	room = rte_pktmbuf_data_room_size(big);
+	uiw_config_defaults(&cfg);
+	cfg.ip = IP_US;
+	cfg.prefix_len = 24;
+	cfg.tcp_max_conns = 4;
+	fx_port.port.pool = big;
+	ck_assert_int_eq(uiw_tcp_create(&t2, &fx_net, &cfg), 0);
+	fx_port.port.pool = own;
+	ck_assert_uint_eq(t2->tx_share_max, TCP_TX_SHARE_BYTES / room);
+	ck_assert_uint_lt(t2->tx_share_max, TCP_TX_SHARE);
+	ck_assert_uint_eq(t2->tx_share, t2->tx_share_max);
+	ck_assert_uint_le((uint64_t)t2->tx_share * room, TCP_TX_SHARE_BYTES);
+	uiw_tcp_destroy(t2);
+	rte_mempool_free(big);
 }
 END_TEST
 
@@ -2686,7 +2717,7 @@ END_TEST
 START_TEST(send_share_shrinks_with_many_connections)
 {
 	struct uiw_tcp t = { .sq_mbufs_soft = 2048, .sq_mbufs_max = 6144, .sq_pool_max = 6144,
-			     .sq_mbufs = 3000 };
+			     .sq_mbufs = 3000, .tx_share_max = TCP_TX_SHARE };
 	struct uiw_tcp_conn c = { .tcp = &t, .sq_mbufs = 100 };
 
 	t.nsenders = 4;        /* share 256 */
@@ -2743,6 +2774,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, ooo_held_within_the_receive_budget);
 	tcase_add_test(tc, send_queues_within_their_budget);
 	tcase_add_test(tc, send_share_split_among_senders);
+	tcase_add_test(tc, send_share_in_octets_of_large_mbufs);
 	tcase_add_test(tc, send_budget_capped_by_key);
 	tcase_add_test(tc, ctrl_message_past_the_budget);
 	tcase_add_test(tc, stalled_queues_leave_the_budget);
