@@ -11,10 +11,10 @@ VZEROUPPER itself, but with LTO it once made the CRC's tail call a jump without 
 For each binary given: objdump's disassembly, each function's control flow followed from
 its entry (clean), an instruction naming a %ymm or %zmm register making the state dirty and
 VZEROUPPER or VZEROALL making it clean. A return or a tail jump (a jump to another symbol)
-reached dirty is reported, with its function and address; so is a call made dirty, unless
-the callee is one of the binary's own functions that takes vector arguments (none here).
-Only functions whose names match --only (a regular expression) are checked: the stack's
-own code, not the C library's or DPDK's.
+reached dirty is reported, with its function and address; so is a call made dirty (none
+of our functions takes vector arguments). An indirect jump (a switch's table) is not
+followed. Every function in the binaries is checked (the C library and DPDK are shared
+libraries, not in them), or those whose names match --only (a regular expression).
 """
 import re
 import subprocess
