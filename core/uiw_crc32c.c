@@ -106,17 +106,25 @@ __attribute__((target("pclmul,sse4.2"))) static inline __m128i load16(const uint
 
 #define K128 _mm_set_epi64x((long long)FOLD128_HI, (long long)FOLD128_LO)
 
-/* The last folded block is carried over the 16-octet blocks left, then its CRC (from
- * state 0, two crc32 instructions) continues over the tail. */
+/* The last folded block is carried over the 16-octet blocks left (*@p p and *@p len move
+ * past them); @return its CRC (from state 0, two crc32 instructions), which continues over
+ * the tail. */
+__attribute__((target("pclmul,sse4.2"))) static inline uint32_t
+fold_last(__m128i x0, const uint8_t **p, size_t *len)
+{
+	for (; *len >= 16; *p += 16, *len -= 16)
+		x0 = fold(x0, K128, load16(*p));
+	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
+
+	return (uint32_t)_mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
+}
+
 __attribute__((target("pclmul,sse4.2"))) static inline uint32_t
 fold_finish(__m128i x0, const uint8_t *p, size_t len)
 {
-	for (; len >= 16; p += 16, len -= 16)
-		x0 = fold(x0, K128, load16(p));
-	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
+	uint32_t s = fold_last(x0, &p, &len);
 
-	s = _mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
-	return uiw_crc32c_update_hw((uint32_t)s, p, len);
+	return uiw_crc32c_update_hw(s, p, len);
 }
 
 /* The four-lane loop, compiled twice: with SSE encodings, and with AVX's three-operand
@@ -210,13 +218,10 @@ store128(uint8_t *p, __m256i a, __m256i b, __m256i c, __m256i d)
 __attribute__((target("avx,pclmul,sse4.2"), always_inline)) static inline uint32_t
 fold_finish_wide(__m128i x0, const uint8_t *p, size_t len)
 {
-	for (; len >= 16; p += 16, len -= 16)
-		x0 = fold(x0, K128, load16(p));
-	uint64_t s = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
+	uint32_t s = fold_last(x0, &p, &len);
 
-	s = _mm_crc32_u64(s, (uint64_t)_mm_extract_epi64(x0, 1));
 	_mm256_zeroupper();
-	return uiw_crc32c_update_hw((uint32_t)s, p, len);
+	return uiw_crc32c_update_hw(s, p, len);
 }
 
 /* Adds each 32-bit word of @p x to @p acc's 64-bit lanes (a lane gains less than 2^32 a
