@@ -784,6 +784,57 @@ START_TEST(empty_receive_queue_terminated)
 END_TEST
 
 /*
+ * A Send longer than the receive it lands in: the receive completes with a length error
+ * (and is not the next one's), nothing of the Send is placed, and the server Terminates
+ * with DDP's untagged buffer error "message too long" (RFC 5041 §7.2: layer DDP, type 2,
+ * code 0x05), which the client receives; both QPs go to error.
+ */
+START_TEST(send_longer_than_its_receive_terminated)
+{
+	enum { RECV = 16, SEND = 64 };
+
+	start(&policies[0], "sendlong");
+	connect_pair();
+	memset(srv.buf + DST, 0xa5, 2 * SEND);
+	fill(cli.buf, SEND, 5);
+	struct ibv_sge rs = { (uintptr_t)srv.buf + DST, RECV, srv.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &rs, .num_sge = 1 };
+
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	rw.wr_id = 78;
+	rs.addr += SEND;
+	ck_assert_int_eq(recv1(&srv, &rw), 0);
+	struct ibv_sge s = { (uintptr_t)cli.buf, SEND, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+	ck_assert_int_eq(post1(cli.id->qp, &w), 0);
+	struct ibv_wc wc = poll_one(srv.cq);
+
+	ck_assert_uint_eq(wc.wr_id, 77);
+	ck_assert_int_eq(wc.status, IBV_WC_LOC_LEN_ERR);
+	ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+	ck_assert(!(wc.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)));
+	for (unsigned k = 0; k < 2 * SEND; k++)
+		ck_assert_msg(srv.buf[DST + k] == 0xa5, "octet %u of the receive buffers written", k);
+	struct ibv_async_event se = async_event(srv.id->verbs), ce = async_event(cli.id->verbs);
+
+	ck_assert_int_eq(se.event_type, IBV_EVENT_QP_FATAL);
+	ck_assert_int_eq(ce.event_type, IBV_EVENT_QP_FATAL);
+	const struct uiw_term_info *t = uiw_qp_term_tx(uiw_verbs_qp_core(srv.id->qp));
+
+	ck_assert_uint_eq(t->layer, UIW_TERM_LAYER_DDP);
+	ck_assert_uint_eq(t->etype, UIW_DDP_ET_UNTAGGED);
+	ck_assert_uint_eq(t->code, UIW_DDP_UNT_TOO_LONG);
+	ck_assert_uint_eq(uiw_qp_term_rx(uiw_verbs_qp_core(cli.id->qp))->code, UIW_DDP_UNT_TOO_LONG);
+	both_disconnected_then_flush();
+	/* The second receive was never matched: flushed, not completed. */
+	wc = poll_one(srv.cq);
+	ck_assert_uint_eq(wc.wr_id, 78);
+	ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+END_TEST
+
+/*
  * A sender that runs ahead of the receives (fio's Send test, programs written for
  * InfiniBand's RNR retry): with recv_wait_ms (1000 by default) the Sends wait in TCP's
  * receive queue until receives are posted, and arrive whole and in order with what follows
@@ -1440,6 +1491,7 @@ int main(void)
 	tcase_add_test(tc, solicited_only_notification);
 	tcase_add_test(tc, shared_receive_queue_several_sges);
 	tcase_add_loop_test(tc, empty_receive_queue_terminated, 0, 2);
+	tcase_add_test(tc, send_longer_than_its_receive_terminated);
 	tcase_add_loop_test(tc, send_waits_for_a_receive, 0, sizeof(policies) / sizeof(policies[0]));
 	tcase_add_test(tc, disconnect_behind_waiting_sends);
 	tcase_add_test(tc, peer_fin_disconnects_before_our_fin_is_acked);
