@@ -7,32 +7,42 @@
 
 enum uiw_ddp_parse uiw_ddp_parse(const struct uiw_mpa_ulpdu *u, struct uiw_ddp_seg *s)
 {
-	struct uiw_ddp_untagged h;
-	size_t got = uiw_mpa_ulpdu_copy(u, 0, &h, sizeof(h));
+	struct uiw_ddp_untagged copy;
+	const struct uiw_ddp_untagged *h = &copy;
+	size_t got;
 
+	/* Read in place where the first piece holds the longer header (nearly always): the
+	 * fields read from a copy just made waited for its stores, which their loads could
+	 * not take from the store buffer (4% of a receiver's samples). */
+	if (u->npieces > 0 && u->pieces[0].len >= sizeof(copy)) {
+		h = u->pieces[0].base;
+		got = u->pieces[0].len;
+	} else {
+		got = uiw_mpa_ulpdu_copy(u, 0, &copy, sizeof(copy));
+	}
 	memset(s, 0, sizeof(*s));
 	if (got < 2)
 		return UIW_DDP_PARSE_SHORT;
-	s->tagged = (h.ctrl & UIW_DDP_T) != 0;
-	s->last = (h.ctrl & UIW_DDP_L) != 0;
-	s->rdmap = h.rdmap;
+	s->tagged = (h->ctrl & UIW_DDP_T) != 0;
+	s->last = (h->ctrl & UIW_DDP_L) != 0;
+	s->rdmap = h->rdmap;
 	s->hdr_len = s->tagged ? sizeof(struct uiw_ddp_tagged) : sizeof(struct uiw_ddp_untagged);
 	if (got < s->hdr_len)
 		return UIW_DDP_PARSE_SHORT;
 	/* RFC 5041 §4.2: DV must be 1; the reserved bits are not checked on receive. */
-	if ((h.ctrl & UIW_DDP_DV_MASK) != UIW_DDP_VERSION)
+	if ((h->ctrl & UIW_DDP_DV_MASK) != UIW_DDP_VERSION)
 		return UIW_DDP_PARSE_VERSION;
 	s->len = u->len - s->hdr_len;
 	if (s->tagged) {
-		const struct uiw_ddp_tagged *t = (const void *)&h;
+		const struct uiw_ddp_tagged *t = (const void *)h;
 
 		s->stag = uiw_ddp_stag(t);
 		s->to = uiw_ddp_to(t);
 	} else {
-		s->rsvd_ulp = uiw_be32_get(h.rsvd_ulp);
-		s->qn = uiw_ddp_qn(&h);
-		s->msn = uiw_ddp_msn(&h);
-		s->mo = uiw_ddp_mo(&h);
+		s->rsvd_ulp = uiw_be32_get(h->rsvd_ulp);
+		s->qn = uiw_ddp_qn(h);
+		s->msn = uiw_ddp_msn(h);
+		s->mo = uiw_ddp_mo(h);
 	}
 	return UIW_DDP_PARSE_OK;
 }

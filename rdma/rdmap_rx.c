@@ -495,28 +495,30 @@ static int rx_untagged(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const s
 	}
 }
 
-int uiw_qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *seg,
+/* @p s is read where DDP wrote it: a copy of it (wide loads over narrower stores just made,
+ * which the store buffer cannot hand on) waited for those stores, 3% of a receiver's
+ * samples. */
+int uiw_qp_rx(void *arg, const struct uiw_mpa_ulpdu *u, const struct uiw_ddp_seg *s,
 	  enum uiw_ddp_parse pr)
 {
 	struct uiw_qp *qp = arg;
-	const struct uiw_ddp_seg s = *seg;
 
 	if (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING)
 		return 1;
 	if (pr == UIW_DDP_PARSE_SHORT)
 		return ddp_term(qp, UIW_DDP_ET_CATA, 0x00, NULL, NULL, "segment shorter than its DDP header");
 	if (pr == UIW_DDP_PARSE_VERSION)
-		return ddp_term(qp, s.tagged ? UIW_DDP_ET_TAGGED : UIW_DDP_ET_UNTAGGED,
-				s.tagged ? UIW_DDP_TAG_VERSION : UIW_DDP_UNT_VERSION, u, &s, "bad DDP version");
-	if ((s.rdmap >> UIW_RDMAP_RV_SHIFT) != UIW_RDMAP_VERSION)
-		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x05, u, &s, false, "bad RDMAP version");
-	uint8_t op = s.rdmap & UIW_RDMAP_OPCODE_MASK;
+		return ddp_term(qp, s->tagged ? UIW_DDP_ET_TAGGED : UIW_DDP_ET_UNTAGGED,
+				s->tagged ? UIW_DDP_TAG_VERSION : UIW_DDP_UNT_VERSION, u, s, "bad DDP version");
+	if ((s->rdmap >> UIW_RDMAP_RV_SHIFT) != UIW_RDMAP_VERSION)
+		return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x05, u, s, false, "bad RDMAP version");
+	uint8_t op = s->rdmap & UIW_RDMAP_OPCODE_MASK;
 
-	if (!s.tagged)
-		return rx_untagged(qp, u, &s, op);
+	if (!s->tagged)
+		return rx_untagged(qp, u, s, op);
 	if (op == UIW_RDMAP_WRITE)
-		return rx_write(qp, u, &s);
+		return rx_write(qp, u, s);
 	if (op == UIW_RDMAP_READ_RESP)
-		return rx_read_resp(qp, u, &s);
-	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, &s, false, "unexpected opcode");
+		return rx_read_resp(qp, u, s);
+	return term(qp, UIW_TERM_LAYER_RDMAP, RDMAP_ET_OP, 0x06, u, s, false, "unexpected opcode");
 }

@@ -248,6 +248,34 @@ START_TEST(parse_truncations_and_version)
 		buf[0] = (uint8_t)(0x40 | dv);
 		ck_assert_int_eq(uiw_ddp_parse(&u, &s), dv == 1 ? UIW_DDP_PARSE_OK : UIW_DDP_PARSE_VERSION);
 	}
+	/* The header read in place (a first piece that holds it) or gathered from pieces
+	 * (cut anywhere, the rest in a second piece with 5 octets of payload): the same. */
+	for (int t = 0; t < 2; t++) {
+		const uint8_t *hdr = t ? tagged : untagged;
+		uint32_t hl = t ? 14 : 18;
+
+		memcpy(buf, hdr, hl);
+		memset(buf + hl, 0x77, 5);
+		for (uint32_t cut = 1; cut <= hl + 5; cut++) {
+			struct uiw_mpa_iov two[2] = { { buf, cut }, { buf + cut, hl + 5 - cut } };
+			struct uiw_mpa_ulpdu v = { .len = hl + 5, .npieces = cut < hl + 5 ? 2 : 1,
+						   .pieces = two };
+			struct uiw_ddp_seg g;
+
+			ck_assert_int_eq(uiw_ddp_parse(&v, &g), UIW_DDP_PARSE_OK);
+			ck_assert_uint_eq(g.tagged, t);
+			ck_assert_uint_eq(g.hdr_len, hl);
+			ck_assert_uint_eq(g.len, 5);
+			if (t) {
+				ck_assert_uint_eq(g.stag, 0x12345678);
+				ck_assert_uint_eq(g.to, 0x1000);
+			} else {
+				ck_assert_uint_eq(g.rsvd_ulp, 0xaabbccdd);
+				ck_assert_uint_eq(g.msn, 3);
+				ck_assert_uint_eq(g.mo, 9);
+			}
+		}
+	}
 }
 END_TEST
 
