@@ -16,7 +16,7 @@
 /*
  * A receive completion and a Read or Atomic Request's entry, filled field by field: from an
  * initializer GCC cleared the whole structure first with a rep stos, tens of cycles to
- * start, once a message (tests/tools/check_rep.py). The flags not named here are false.
+ * start, once a message (tests/tools/check_rep.py). wc_recv() clears what it does not take.
  */
 static void wc_recv(struct uiw_wc *wc, uint64_t wr_id, enum uiw_wc_status status,
 		    enum uiw_wc_op op, uint32_t byte_len, uint32_t qp_num)
@@ -152,15 +152,10 @@ static int send_done(struct uiw_qp *qp, const struct uiw_mpa_ulpdu *u, const str
 				    "Send with Invalidate: the STag cannot be invalidated");
 		mr->valid = false;
 	}
-	/* Each field set by name, not by an initializer: GCC cleared the whole structure
-	 * first with a rep stos (tens of cycles to start) for every Send received. */
 	struct uiw_wc wc;
 
-	wc.wr_id = qp->rx_cur.wr_id;
-	wc.status = UIW_WC_SUCCESS;
-	wc.op = UIW_WC_RECV;
-	wc.byte_len = uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND);
-	wc.qp_num = qp->qp_num;
+	wc_recv(&wc, qp->rx_cur.wr_id, UIW_WC_SUCCESS, UIW_WC_RECV,
+		uiw_ddp_untagged_done(&qp->ddp, UIW_DDP_QN_SEND), qp->qp_num);
 	wc.inv_stag = inv ? s->rsvd_ulp : 0;
 	wc.with_inv = inv;
 	wc.solicited = op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV ||
