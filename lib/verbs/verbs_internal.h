@@ -45,7 +45,8 @@ extern unsigned uiw_api_waiting;               /* program threads waiting for th
  * thread of the process (membarrier(2)), so that the owner either saw revoked or has
  * owner_busy visible, and waits for owner_busy to clear. The progress thread gives the
  * bias to the thread that polls when no other thread has called since it was taken back
- * or last looked at (uiw_bias_renew()). Without membarrier (a seccomp filter, valgrind)
+ * or last looked at (uiw_bias_renew()), and the polling thread takes it again itself on
+ * such a call (uiw_big_lock_slow()). Without membarrier (a seccomp filter, valgrind)
  * there is no owner and every call takes the mutex.
  */
 struct uiw_bias {
@@ -56,7 +57,8 @@ struct uiw_bias {
 	unsigned long others;    /* entries by a thread that is not the owner's candidate */
 	unsigned long others_seen; /* others when the bias was last taken back or looked at */
 	unsigned long revokes;   /* times the bias was taken back */
-	unsigned long renews;    /* times it was given */
+	unsigned long renews;    /* times it was given (by the progress thread's look) */
+	unsigned long regrants;  /* times the polling thread took it again itself */
 	unsigned long fast;      /* entries by the bias (the owner writes it) */
 	unsigned long slow;      /* entries by the mutex (written under it) */
 };
@@ -66,8 +68,11 @@ extern UIW_TLS bool uiw_api_fast;              /* this thread holds the lock by 
 extern const void *uiw_last_inline;            /* the thread of the last inline pass */
 
 void uiw_bias_init(void);
-/* The slow way in: the mutex, the bias taken back. */
+/* The slow way in: the mutex, the bias taken back; the bias again for the next call if
+ * this is the polling thread and no other program thread called since it lost it. */
 void uiw_big_lock_slow(void);
+/* The mutex, the bias taken back, and not given again (held for good at exit). */
+void uiw_big_lock_hold(void);
 /* The progress thread's: the mutex if free (the bias taken back). @return 0 if taken. */
 int uiw_big_lock_try(void);
 /* The progress thread's, the program polling: the bias to the polling thread if no other

@@ -120,6 +120,79 @@ START_TEST(calls_never_run_beside_each_other)
 }
 END_TEST
 
+/* What the progress thread does for a pass of its own: the mutex, the bias taken back. */
+static void *progress_pass(void *arg)
+{
+	int *took = arg;
+
+	*took = uiw_big_lock_try() == 0;
+	if (*took)
+		pthread_mutex_unlock(&uiw_big_lock);
+	return NULL;
+}
+
+static void *other_call(void *arg)
+{
+	(void)arg;
+	post_like_call();
+	return NULL;
+}
+
+static void in_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, arg), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
+START_TEST(polling_thread_takes_the_bias_again_itself)
+{
+	unsigned long fast, slow;
+	int took = 0;
+
+	uiw_threaded = true;
+	uiw_bias_init();
+	if (!uiw_bias.ok)   /* no membarrier (valgrind, a seccomp filter): no bias at all */
+		return;
+	poll_like_call();   /* by the mutex; its pass names this thread the polling one */
+	ck_assert(!uiw_bias_renew());   /* the look: a call by a thread not yet named */
+	ck_assert_uint_eq(uiw_bias.regrants, 0);
+	poll_like_call();   /* by the mutex, in a window with only this thread: bias again */
+	ck_assert_uint_eq(uiw_bias.regrants, 1);
+	fast = uiw_bias.fast;
+	slow = uiw_bias.slow;
+	poll_like_call();
+	ck_assert_uint_eq(uiw_bias.fast, fast + 1);   /* the nested call takes nothing */
+
+	/* The progress thread's own pass takes the bias back; the next call is by the mutex
+	 * and takes the bias again, so the one after it is by the bias, with no look between. */
+	in_thread(progress_pass, &took);
+	ck_assert(took);
+	ck_assert_uint_eq(uiw_bias.revokes, 1);
+	poll_like_call();
+	ck_assert_uint_eq(uiw_bias.slow, slow + 1);
+	ck_assert_uint_eq(uiw_bias.regrants, 2);
+	poll_like_call();
+	ck_assert_uint_eq(uiw_bias.fast, fast + 2);
+
+	/* Another program thread's call: the polling thread keeps to the mutex until the
+	 * progress thread's look has seen a window with no other thread in it. */
+	in_thread(other_call, NULL);
+	ck_assert_uint_eq(uiw_bias.revokes, 2);
+	poll_like_call();
+	poll_like_call();
+	ck_assert_uint_eq(uiw_bias.slow, slow + 4);
+	ck_assert_uint_eq(uiw_bias.regrants, 2);
+	ck_assert(!uiw_bias_renew());   /* the look: another thread came since */
+	poll_like_call();   /* a window with only this thread: by the mutex, bias again */
+	ck_assert_uint_eq(uiw_bias.regrants, 3);
+	poll_like_call();
+	ck_assert_uint_eq(uiw_bias.fast, fast + 3);
+	ck_assert_uint_eq(counter, 2 * 9 + 1);   /* nine polls, one other call */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_lock");
@@ -127,6 +200,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, calls_never_run_beside_each_other);
+	tcase_add_test(tc, polling_thread_takes_the_bias_again_itself);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -116,6 +116,33 @@ static void drain_at_exit(void);
  */
 #define STATUS_NS (250 * 1000 * 1000ull)
 
+/* The progress thread's and the lock's counters: how the program and the thread shared
+ * the stack. */
+static void print_progress(FILE *f)
+{
+	fprintf(f, "  progress.late_passes        %12lu  # progress thread passes that waited "
+		"over 1 ms for a core\n", inst.late_passes);
+	fprintf(f, "  progress.passes             %12lu  # passes the progress thread made\n"
+		"  progress.naps               %12lu  # naps while the program polled\n"
+		"  progress.lock_busy          %12lu  # naps while a program thread held the lock\n"
+		"  progress.yields             %12lu  # passes after which the thread gave way\n"
+		"  progress.idle_naps          %12lu  # naps after a quiet spell\n",
+		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.idle_naps);
+	fprintf(f, "  progress.kicks_wait         %12lu  # blocking calls that left the stack to the thread while they slept\n"
+		"  progress.kicks_nonblock     %12lu  # non-blocking calls that found nothing and woke the thread\n",
+		inst.kicks_wait, inst.kicks_nonblock);
+	fprintf(f, "  progress.cq_spin_hits       %12lu  # ibv_get_cq_event waits served by the caller's spin (cq_spin_us)\n"
+		"  progress.cq_spin_misses     %12lu  # spins that ran out, the caller then slept\n"
+		"  progress.cq_spin_cold       %12lu  # waits that slept at once, the channel's last spin having run out\n",
+		uiw_cq_spin_hits, uiw_cq_spin_misses, uiw_cq_spin_cold);
+	fprintf(f, "  progress.bias_renews        %12lu  # times the lock was biased to the polling thread\n"
+		"  progress.bias_revokes       %12lu  # times another thread took the bias back\n"
+		"  progress.bias_regrants      %12lu  # times the polling thread took the bias again itself\n"
+		"  progress.calls_biased       %12lu  # program calls that took the lock by the bias\n"
+		"  progress.calls_locked       %12lu  # program calls that took the mutex\n",
+		uiw_bias.renews, uiw_bias.revokes, uiw_bias.regrants, uiw_bias.fast, uiw_bias.slow);
+}
+
 /* What the instance holds now and what it did: gauges, non-zero counters, every QP. With
  * the lock held; the listing walks every engine's tables, so their threads wait meanwhile. */
 static void status_text(FILE *f)
@@ -129,6 +156,7 @@ static void status_text(FILE *f)
 			   UIW_RDMAP_C__COUNT, true);
 	uiw_verbs_print_qps(f);
 	uiw_verbs_print_qp_errors(f);
+	print_progress(f);
 	void (*more)(FILE *) = __atomic_load_n(&uiw_verbs_status_more, __ATOMIC_ACQUIRE);
 
 	if (more != NULL)
@@ -379,26 +407,7 @@ static void print_counters(void)
 	uiw_verbs_print_qp_errors(stderr);
 	uiw_verbs_print_qps(stderr);
 	uiw_verbs_print_engine_threads(stderr);
-	fprintf(stderr, "  progress.late_passes        %12lu  # progress thread passes that waited "
-		"over 1 ms for a core\n", inst.late_passes);
-	fprintf(stderr, "  progress.passes             %12lu  # passes the progress thread made\n"
-		"  progress.naps               %12lu  # naps while the program polled\n"
-		"  progress.lock_busy          %12lu  # naps while a program thread held the lock\n"
-		"  progress.yields             %12lu  # passes after which the thread gave way\n"
-		"  progress.idle_naps          %12lu  # naps after a quiet spell\n",
-		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.idle_naps);
-	fprintf(stderr, "  progress.kicks_wait         %12lu  # blocking calls that left the stack to the thread while they slept\n"
-		"  progress.kicks_nonblock     %12lu  # non-blocking calls that found nothing and woke the thread\n",
-		inst.kicks_wait, inst.kicks_nonblock);
-	fprintf(stderr, "  progress.cq_spin_hits       %12lu  # ibv_get_cq_event waits served by the caller's spin (cq_spin_us)\n"
-		"  progress.cq_spin_misses     %12lu  # spins that ran out, the caller then slept\n"
-		"  progress.cq_spin_cold       %12lu  # waits that slept at once, the channel's last spin having run out\n",
-		uiw_cq_spin_hits, uiw_cq_spin_misses, uiw_cq_spin_cold);
-	fprintf(stderr, "  progress.bias_renews        %12lu  # times the lock was biased to the polling thread\n"
-		"  progress.bias_revokes       %12lu  # times another thread took the bias back\n"
-		"  progress.calls_biased       %12lu  # program calls that took the lock by the bias\n"
-		"  progress.calls_locked       %12lu  # program calls that took the mutex\n",
-		uiw_bias.renews, uiw_bias.revokes, uiw_bias.fast, uiw_bias.slow);
+	print_progress(stderr);
 }
 
 static void drain_at_exit(void)
@@ -406,7 +415,7 @@ static void drain_at_exit(void)
 	uint64_t end = uiw_now_ns() + EXIT_DRAIN_MS * UIW_NS_PER_MS;
 	unsigned reset;
 
-	uiw_big_lock_slow();   /* the mutex, the bias taken back: held for good */
+	uiw_big_lock_hold();   /* the mutex, the bias taken back: held for good */
 	uiw_verbs_stop_engine_threads();   /* the passes below run every engine */
 	uiw_stack_exit_step(&inst.stack, UIW_STACK_EXIT_CLOSE);
 	do   /* at least one pass: a reset an abort just queued goes out too */
