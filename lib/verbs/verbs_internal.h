@@ -59,6 +59,7 @@ struct uiw_bias {
 	unsigned long revokes;   /* times the bias was taken back */
 	unsigned long renews;    /* times it was given (by the progress thread's look) */
 	unsigned long regrants;  /* times the polling thread took it again itself */
+	unsigned long revoke_yields; /* sched_yield()s of a revoker waiting for the owner */
 	unsigned long fast;      /* entries by the bias (the owner writes it) */
 	unsigned long slow;      /* entries by the mutex (written under it) */
 };

@@ -6,6 +6,8 @@
  * another.
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <rte_pause.h>
@@ -193,6 +195,75 @@ START_TEST(polling_thread_takes_the_bias_again_itself)
 }
 END_TEST
 
+static int trying;
+
+/* Takes the lock as the progress thread does for a pass, on the owner's core. */
+static void *revoker(void *arg)
+{
+	int *took = arg;
+
+	__atomic_store_n(&trying, 1, __ATOMIC_RELEASE);
+	*took = uiw_big_lock_try() == 0;
+	if (*took)
+		pthread_mutex_unlock(&uiw_big_lock);
+	return NULL;
+}
+
+/* A call by the bias during which another thread on this core takes the bias back: the
+ * call gives its core away until that thread is in, as a program thread taken off its
+ * core by the scheduler would. */
+static pthread_t call_with_revoker_beside(int *took)
+{
+	UIW_API_LOCK_ONE(NULL);
+	pthread_t r;
+
+	ck_assert(uiw_api_fast);
+	ck_assert_int_eq(pthread_create(&r, NULL, revoker, took), 0);   /* same core, policy */
+	while (!__atomic_load_n(&trying, __ATOMIC_ACQUIRE))
+		sched_yield();
+	return r;
+}
+
+START_TEST(revoker_gives_its_core_to_an_owner_in_a_call)
+{
+	struct sched_param fifo = { .sched_priority = 1 };
+	cpu_set_t one;
+	pthread_t r;
+	int took = 0;
+
+	uiw_threaded = true;
+	uiw_bias_init();
+	if (!uiw_bias.ok)   /* no membarrier: no bias at all */
+		return;
+	/* Both threads on one core, first in first out at one priority: neither is taken off
+	 * the core for the other unless it gives it up, so a revoker that only spins while the
+	 * owner is inside its call never ends (the test's timeout fails it). */
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(one), &one), 0);
+	for (int c = 0, first = 1; c < CPU_SETSIZE; c++) {
+		if (CPU_ISSET(c, &one) && !first)
+			CPU_CLR(c, &one);
+		else if (CPU_ISSET(c, &one))
+			first = 0;
+	}
+	ck_assert_int_eq(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo) != 0) {
+		fprintf(stderr, "revoker_gives_its_core_to_an_owner_in_a_call: no SCHED_FIFO "
+			"(not root?): not run\n");
+		return;
+	}
+	poll_like_call();
+	(void)uiw_bias_renew();
+	poll_like_call();   /* the bias, taken again */
+	ck_assert_uint_eq(uiw_bias.regrants, 1);
+
+	r = call_with_revoker_beside(&took);
+	ck_assert_int_eq(pthread_join(r, NULL), 0);
+	ck_assert(took);
+	ck_assert_uint_eq(uiw_bias.revokes, 1);
+	ck_assert_uint_gt(uiw_bias.revoke_yields, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_lock");
@@ -201,6 +272,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, calls_never_run_beside_each_other);
 	tcase_add_test(tc, polling_thread_takes_the_bias_again_itself);
+	tcase_add_test(tc, revoker_gives_its_core_to_an_owner_in_a_call);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -138,9 +138,11 @@ static void print_progress(FILE *f)
 	fprintf(f, "  progress.bias_renews        %12lu  # times the lock was biased to the polling thread\n"
 		"  progress.bias_revokes       %12lu  # times another thread took the bias back\n"
 		"  progress.bias_regrants      %12lu  # times the polling thread took the bias again itself\n"
+		"  progress.bias_revoke_yields %12lu  # times a thread taking the bias back gave its core to the owner\n"
 		"  progress.calls_biased       %12lu  # program calls that took the lock by the bias\n"
 		"  progress.calls_locked       %12lu  # program calls that took the mutex\n",
-		uiw_bias.renews, uiw_bias.revokes, uiw_bias.regrants, uiw_bias.fast, uiw_bias.slow);
+		uiw_bias.renews, uiw_bias.revokes, uiw_bias.regrants, uiw_bias.revoke_yields,
+		uiw_bias.fast, uiw_bias.slow);
 }
 
 /* What the instance holds now and what it did: gauges, non-zero counters, every QP. With
