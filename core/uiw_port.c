@@ -2,6 +2,7 @@
 #include "uiw_port.h"
 #include "uiw_pci.h"
 #include "uiw_capture.h"
+#include "uiw_lcore_id.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -230,6 +231,7 @@ int uiw_eal_init(const struct uiw_config *cfg, const char *prog)
 		UIW_ERR("EAL init failed: %s", rte_strerror(rte_errno));
 		return -1;
 	}
+	uiw_lcore_id_sync();   /* this thread is the EAL's main lcore now */
 	uiw_time_init();
 	return 0;
 }

@@ -9,6 +9,8 @@
 - Functions in the protocol layers at most 100 lines.
 - Tests use ck_assert_*, never the deprecated fail_unless/fail_if, and include no .c file.
 - Protocol layer libraries have no writable static data (objdump: nothing in .data or .bss).
+- No thread is registered with the EAL (rte_thread_register, rte_thread_unregister): the
+  stack reads a copy of the EAL's lcore id that only rte_eal_init() sets (core/uiw_lcore_id.h).
 - Every global symbol the stack's static libraries define carries the project prefix uiw_,
   but for the rdma-core API the verbs library provides (the names in the drop-in libraries'
   version scripts).
@@ -135,6 +137,13 @@ def check_prefix(lib, api):
             problems.append(f"{lib}: global symbol {f[2]} has no uiw_ prefix")
 
 
+def check_lcore_registration(path):
+    for i, line in enumerate(open(path), 1):
+        if re.search(r"\brte_thread_(un)?register\s*\(", line):
+            problems.append(f"{path}:{i}: a thread registered with the EAL: the stack's copy "
+                            "of the lcore id would no longer match (core/uiw_lcore_id.h)")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -164,6 +173,8 @@ def main():
     for path in files_under(root, ("tests",), (".c", ".h")):
         check_test(path)
         nfiles += 1
+    for path in files_under(root, STACK + ("tests",), (".c", ".h")):
+        check_lcore_registration(path)
     api = api_names(maps)
     for lib in layers:
         check_library(lib)

@@ -8,6 +8,7 @@
 #include <rte_lcore.h>
 
 #include "mbuf_exact.h"
+#include "uiw_lcore_id.h"
 #include "uiw_log.h"
 
 static struct rte_mempool *pool;
@@ -145,6 +146,7 @@ int run_suite(Suite *s)
 		fprintf(stderr, "EAL init failed\n");
 		return 1;
 	}
+	uiw_lcore_id_sync();   /* as uiw_eal_init() does: this thread's lcore for the stack */
 	pool = rte_pktmbuf_pool_create("unit_pool", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       SOCKET_ID_ANY);
 	if (pool == NULL) {

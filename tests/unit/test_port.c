@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Port objects: TX queueing and accounting, ring-pair ports through the real ethdev API. */
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "frames.h"
 #include "uiw_capture.h"
 #include "uiw_fault.h"
+#include "uiw_lcore_id.h"
 #include "uiw_mbuf.h"
 #include "uiw_pci.h"
 #include "uiw_port.h"
@@ -28,6 +30,46 @@ static void teardown(void)
 }
 
 /* Frames the PMD refuses (its ring is full) are kept in order and offered again. */
+static void *lcore_ids_here(void *arg)
+{
+	unsigned *ids = arg;
+
+	ids[0] = rte_lcore_id();
+	ids[1] = uiw_lcore_id_eal();
+	return NULL;
+}
+
+/* rte_lcore_id() reads the stack's copy (core/uiw_lcore_id.h): the EAL's lcore in the
+ * thread that started it, so mbufs come from that lcore's cache of a pool, and none in
+ * any other thread, as the EAL says. */
+START_TEST(lcore_id_copy_follows_the_eal)
+{
+	struct rte_mempool *p = rte_pktmbuf_pool_create("lcore_pool", 511, 32, 0,
+							 RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	struct rte_mempool_cache *cache;
+	struct rte_mbuf *m;
+	unsigned ids[2] = { 0, 0 }, before;
+	pthread_t t;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_ne(uiw_lcore_id_eal(), LCORE_ID_ANY);
+	ck_assert_uint_eq(rte_lcore_id(), uiw_lcore_id_eal());
+	cache = rte_mempool_default_cache(p, rte_lcore_id());
+	ck_assert_ptr_nonnull(cache);
+	before = cache->len;
+	m = rte_pktmbuf_alloc(p);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_ne(cache->len, before);   /* taken from the cache (filled first if empty) */
+	rte_pktmbuf_free(m);
+
+	ck_assert_int_eq(pthread_create(&t, NULL, lcore_ids_here, ids), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(ids[1], LCORE_ID_ANY);
+	ck_assert_uint_eq(ids[0], ids[1]);
+	rte_mempool_free(p);
+}
+END_TEST
+
 START_TEST(refused_frames_kept_for_the_next_flush)
 {
 	uint8_t f[60] = { 0 };
@@ -468,6 +510,7 @@ static Suite *port_suite(void)
 	TCase *tc = tcase_with_leak_check("port", NULL, teardown);
 
 	tcase_add_test(tc, refused_frames_kept_for_the_next_flush);
+	tcase_add_test(tc, lcore_id_copy_follows_the_eal);
 	tcase_add_test(tc, rss_hash_matches_the_verification_values);
 	tcase_add_test(tc, full_queue_with_a_stuck_pmd_drops_new_frames);
 	tcase_add_test(tc, frames_over_the_mtu_dropped_not_retried);

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The EAL's lcore id read directly, and the stack's copy of it (uiw_lcore_id.h). */
+#include "uiw_lcore_id.h"
+
+/* This file alone reads the EAL's own: the header came first (-include), so the name is
+ * given back before the EAL's header declares it. */
+#undef per_lcore__lcore_id
+#include <rte_lcore.h>
+
+__thread __attribute__((tls_model("initial-exec"))) unsigned uiw_lcore_id_copy = LCORE_ID_ANY;
+
+unsigned uiw_lcore_id_eal(void)
+{
+	return rte_lcore_id();
+}
+
+void uiw_lcore_id_sync(void)
+{
+	uiw_lcore_id_copy = rte_lcore_id();
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * DPDK's rte_lcore_id() read through a thread-local of the stack's own.
+ *
+ * Every mbuf allocation and free finds its mempool cache by rte_lcore_id(), an inline
+ * read of the EAL's thread-local per_lcore__lcore_id. In the drop-in, a shared library,
+ * that variable lives in another module (librte_eal.so), so each read was a call to
+ * __tls_get_addr(): 40 places in libibverbs.so, the data path's among them. The
+ * initial-exec model cannot be asked for it: librte_eal.so's 4.5 KiB of thread-locals do
+ * not fit the room the dynamic linker keeps for libraries opened later (dlopen(), as
+ * Open MPI's components open libfabric and with it this library).
+ *
+ * So every file of the project is compiled with this header first (meson.build, -include):
+ * the name the EAL's header reads becomes uiw_lcore_id_copy, a thread-local of the
+ * stack's own in the initial-exec model. It starts at LCORE_ID_ANY in every thread, as
+ * the EAL's does in a thread it did not make or register, and uiw_lcore_id_sync() copies
+ * the EAL's after rte_eal_init() in the thread that ran it (core/uiw_lcore_id.c). The
+ * stack registers no other thread with the EAL: registering one (rte_thread_register)
+ * would change the EAL's value and not the copy (tests/tools/check_style.py refuses it).
+ */
+#ifndef UIW_LCORE_ID_H
+#define UIW_LCORE_ID_H
+
+extern __thread __attribute__((tls_model("initial-exec"))) unsigned uiw_lcore_id_copy;
+#define per_lcore__lcore_id uiw_lcore_id_copy   /* core/uiw_lcore_id.c undoes it */
+
+/* Copies the EAL's lcore id of the calling thread (after rte_eal_init()). */
+void uiw_lcore_id_sync(void);
+/* The EAL's own lcore id of the calling thread, for tests. */
+unsigned uiw_lcore_id_eal(void);
+
+#endif
