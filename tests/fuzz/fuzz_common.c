@@ -8,6 +8,7 @@
 
 #include "mbuf_exact.h"
 #include "tcp_internal.h"
+#include "uiw_lcore_id.h"
 #include "uiw_log.h"
 
 static void (*tx_check)(const struct rte_mbuf *m);
@@ -23,6 +24,7 @@ struct rte_mempool *fuzz_eal_pool(unsigned mbufs)
 	uiw_log_level_set(UIW_LOG_ERR);
 	if (rte_eal_init(10, eal_argv) < 0)
 		abort();
+	uiw_lcore_id_sync();   /* as uiw_eal_init() does (core/uiw_lcore_id.h) */
 	pool = rte_pktmbuf_pool_create("fuzz", mbufs, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	if (pool == NULL)
 		abort();
