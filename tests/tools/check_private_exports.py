@@ -11,22 +11,15 @@ test fails the other way: one exported that nothing takes.
 
 Usage: check_private_exports.py LIBIBVERBS LIBRDMACM
 """
-import subprocess
 import sys
+
+from check_self_plt import dynamic_symbols
 
 NODE = "UIWARP_PRIVATE_1"
 
 
 def symbols(path, which):
-    out = subprocess.run(["nm", "-D", which, path],
-                         capture_output=True, text=True, check=True).stdout
-    found = set()
-    for line in out.splitlines():
-        name = line.split()[-1] if line.strip() else ""
-        base, _, node = name.partition("@")
-        if node.lstrip("@") == NODE:
-            found.add(base)
-    return found
+    return {name for name, node in dynamic_symbols(path, which) if node == NODE}
 
 
 def main(argv):

@@ -19,10 +19,20 @@ import sys
 PLT_CALL = re.compile(r"\b(?:call|jmp)\s+[0-9a-f]+ <([^>@]+)@plt>")
 
 
-def defined(path):
-    out = subprocess.run(["nm", "-D", "--defined-only", path],
+def dynamic_symbols(path, which="--defined-only"):
+    """(name, version node) of each dynamic symbol nm lists with @p which; node '' if none."""
+    out = subprocess.run(["nm", "-D", which, path],
                          capture_output=True, text=True, check=True).stdout
-    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+    found = []
+    for line in out.splitlines():
+        if line.strip():
+            name, _, node = line.split()[-1].partition("@")
+            found.append((name, node.lstrip("@")))
+    return found
+
+
+def defined(path):
+    return {name for name, _ in dynamic_symbols(path)}
 
 
 def plt_targets(path):
