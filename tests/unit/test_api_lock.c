@@ -200,13 +200,8 @@ static int trying;
 /* Takes the lock as the progress thread does for a pass, on the owner's core. */
 static void *revoker(void *arg)
 {
-	int *took = arg;
-
 	__atomic_store_n(&trying, 1, __ATOMIC_RELEASE);
-	*took = uiw_big_lock_try() == 0;
-	if (*took)
-		pthread_mutex_unlock(&uiw_big_lock);
-	return NULL;
+	return progress_pass(arg);
 }
 
 /* A call by the bias during which another thread on this core takes the bias back: the

@@ -29,7 +29,6 @@ static void teardown(void)
 	}
 }
 
-/* Frames the PMD refuses (its ring is full) are kept in order and offered again. */
 static void *lcore_ids_here(void *arg)
 {
 	unsigned *ids = arg;
@@ -70,6 +69,7 @@ START_TEST(lcore_id_copy_follows_the_eal)
 }
 END_TEST
 
+/* Frames the PMD refuses (its ring is full) are kept in order and offered again. */
 START_TEST(refused_frames_kept_for_the_next_flush)
 {
 	uint8_t f[60] = { 0 };
