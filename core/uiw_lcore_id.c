@@ -18,3 +18,24 @@ void uiw_lcore_id_sync(void)
 {
 	uiw_lcore_id_copy = rte_lcore_id();
 }
+
+_Static_assert(UIW_LCORE_ID_ANY == LCORE_ID_ANY, "LCORE_ID_ANY as the EAL has it");
+
+static unsigned spares_given;
+
+unsigned uiw_lcore_id_spare(void)
+{
+	for (;;) {
+		unsigned n = __atomic_fetch_add(&spares_given, 1, __ATOMIC_RELAXED);
+
+		if (n >= RTE_MAX_LCORE)
+			return LCORE_ID_ANY;
+		if (rte_eal_lcore_role(RTE_MAX_LCORE - 1 - n) == ROLE_OFF)
+			return RTE_MAX_LCORE - 1 - n;
+	}
+}
+
+void uiw_lcore_id_spares_reset(void)
+{
+	__atomic_store_n(&spares_given, 0, __ATOMIC_RELAXED);
+}

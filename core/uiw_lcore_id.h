@@ -29,4 +29,40 @@ void uiw_lcore_id_sync(void);
 /* The EAL's own lcore id of the calling thread, for tests. */
 unsigned uiw_lcore_id_eal(void);
 
+/*
+ * Spare lcore ids: ids the EAL gave no thread, each handed to one kind of work that one
+ * thread at a time does (a drop-in engine's passes, lib/verbs). A thread the EAL made no
+ * lcore of (LCORE_ID_ANY: the drop-in's progress thread, its engine threads, a program's
+ * threads other than the one that started the EAL) has no mempool caches, and took every
+ * mbuf from the pool's ring and gave every one back there; for that work it takes the
+ * spare id, and with it that id's caches, which no EAL thread uses. The EAL's own threads
+ * keep theirs. DPDK's code outside the stack (a PMD's receive burst) still reads the
+ * EAL's value, so it is not changed by this.
+ *
+ * uiw_lcore_id_spare() gives ids from the highest down, skipping any the EAL has a role
+ * for (the EAL registers a program's own thread under the lowest free id); LCORE_ID_ANY
+ * when none is left. Its caller keeps the one-thread-at-a-time rule.
+ * uiw_lcore_id_spares_reset() starts again from the top, once nothing holds a spare.
+ */
+unsigned uiw_lcore_id_spare(void);
+void uiw_lcore_id_spares_reset(void);
+
+#define UIW_LCORE_ID_ANY 0xffffffffu   /* LCORE_ID_ANY (uiw_lcore_id.c checks) */
+
+/* Takes @p spare as the calling thread's lcore id if the EAL gave it none. @return the id
+ * to give back to uiw_lcore_id_restore() at the end of the work. */
+static inline unsigned uiw_lcore_id_borrow(unsigned spare)
+{
+	unsigned own = uiw_lcore_id_copy;
+
+	if (own == UIW_LCORE_ID_ANY)
+		uiw_lcore_id_copy = spare;
+	return own;
+}
+
+static inline void uiw_lcore_id_restore(unsigned own)
+{
+	uiw_lcore_id_copy = own;
+}
+
 #endif

@@ -261,6 +261,8 @@ struct uiw_eng {
 	int stop;
 	uint64_t last_pass_ns;        /* when its thread last ended a pass (atomic) */
 	uint64_t passes, naps, borrowed;  /* its thread's passes and naps; passes others made */
+	unsigned cache_lcore;         /* a spare lcore id: the mempool caches of a pass made by a
+				       * thread without an EAL lcore (uiw_lcore_id.h) */
 };
 
 struct uiw_dev {

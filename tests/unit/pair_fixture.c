@@ -13,6 +13,7 @@
 #include "uiw_time.h"
 
 struct pair_side pair_a, pair_b;
+struct rte_mempool *pair_pool;
 static struct pair_q q_ab, q_ba;
 static FILE *cap;
 static struct app_pcap cap_a, cap_b;
@@ -84,7 +85,8 @@ static void side_up(struct pair_side *s, const struct uiw_config *base, uint32_t
 	cfg.prefix_len = 24;
 	s->rxq = rxq;
 	s->txq = txq;
-	uiw_port_init_test(&s->st.port, test_pool(), &mac, 1500, q_rx, q_tx, s);
+	uiw_port_init_test(&s->st.port, pair_pool != NULL ? pair_pool : test_pool(), &mac, 1500,
+			   q_rx, q_tx, s);
 	ck_assert_msg(uiw_stack_open(&s->st, &cfg, &o, err, sizeof(err)) == 0, "%s", err);
 }
 

@@ -33,6 +33,10 @@ struct pair_side {
 
 extern struct pair_side pair_a, pair_b;
 
+/** The pool both sides' ports take frames from: test_pool() unless a test names another
+ *  (one with per-lcore caches, which the test pool has not) before pair_setup(). */
+extern struct rte_mempool *pair_pool;
+
 /** Brings both sides up with @p cfg (each gets its own address). */
 void pair_setup_cfg(const struct uiw_config *cfg);
 void pair_setup(void);

@@ -69,6 +69,63 @@ START_TEST(lcore_id_copy_follows_the_eal)
 }
 END_TEST
 
+/* Runs uiw_lcore_id_borrow(*arg) in a thread the EAL made no lcore of: its id before, in
+ * and after the borrow. */
+static void *borrow_here(void *arg)
+{
+	unsigned *ids = arg;
+	unsigned own;
+
+	ids[1] = rte_lcore_id();
+	own = uiw_lcore_id_borrow(ids[0]);
+	ids[2] = rte_lcore_id();
+	uiw_lcore_id_restore(own);
+	ids[3] = rte_lcore_id();
+	return NULL;
+}
+
+/* Spare lcore ids: from the highest down, none the EAL has a role for, each once until
+ * reset; a thread without an lcore takes one for a while, one with an lcore keeps its own. */
+START_TEST(spare_lcore_ids_are_ones_the_eal_left)
+{
+	unsigned first, second, ids[4] = { 0 }, own;
+	pthread_t t;
+
+	uiw_lcore_id_spares_reset();
+	first = uiw_lcore_id_spare();
+	second = uiw_lcore_id_spare();
+	ck_assert_uint_eq(first, RTE_MAX_LCORE - 1);   /* the unit tests run the EAL on lcore 0 */
+	ck_assert_uint_eq(second, RTE_MAX_LCORE - 2);
+	for (unsigned i = 2; i < RTE_MAX_LCORE; i++) {
+		unsigned id = uiw_lcore_id_spare();
+
+		if (id == LCORE_ID_ANY) {
+			/* Every id the EAL left is given; its own lcore was not. */
+			ck_assert_uint_eq(i, RTE_MAX_LCORE - rte_lcore_count());
+			break;
+		}
+		ck_assert_int_eq(rte_eal_lcore_role(id), ROLE_OFF);
+		ck_assert_uint_ne(id, rte_get_main_lcore());
+	}
+	ck_assert_uint_eq(uiw_lcore_id_spare(), LCORE_ID_ANY);
+	uiw_lcore_id_spares_reset();
+	ck_assert_uint_eq(uiw_lcore_id_spare(), first);
+	uiw_lcore_id_spares_reset();
+
+	ids[0] = first;
+	ck_assert_int_eq(pthread_create(&t, NULL, borrow_here, ids), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(ids[1], LCORE_ID_ANY);
+	ck_assert_uint_eq(ids[2], first);
+	ck_assert_uint_eq(ids[3], LCORE_ID_ANY);
+
+	own = uiw_lcore_id_borrow(first);   /* this thread is the EAL's: no borrow */
+	ck_assert_uint_eq(rte_lcore_id(), uiw_lcore_id_eal());
+	uiw_lcore_id_restore(own);
+	ck_assert_uint_eq(rte_lcore_id(), uiw_lcore_id_eal());
+}
+END_TEST
+
 /* Frames the PMD refuses (its ring is full) are kept in order and offered again. */
 START_TEST(refused_frames_kept_for_the_next_flush)
 {
@@ -511,6 +568,7 @@ static Suite *port_suite(void)
 
 	tcase_add_test(tc, refused_frames_kept_for_the_next_flush);
 	tcase_add_test(tc, lcore_id_copy_follows_the_eal);
+	tcase_add_test(tc, spare_lcore_ids_are_ones_the_eal_left);
 	tcase_add_test(tc, rss_hash_matches_the_verification_values);
 	tcase_add_test(tc, full_queue_with_a_stuck_pmd_drops_new_frames);
 	tcase_add_test(tc, frames_over_the_mtu_dropped_not_retried);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #include "uiw_time.h"
 #include "uiw_verbs.h"
 #include "verbs_fixture.h"
+#include "verbs_internal.h"
 
 #define PORT 7471
 #define SZ 65536
@@ -555,6 +557,98 @@ START_TEST(shared_receive_queue)
 }
 END_TEST
 
+/* What a thread the EAL made no lcore of saw around its calls, and how they went. */
+struct no_lcore_run {
+	unsigned before, after;
+	int post_rc, polled;
+	enum ibv_wc_status status;
+};
+
+/* A 32 KiB Write from the client, posted and polled for in this thread, and passes until
+ * it is placed. */
+static void *write_from_a_thread(void *arg)
+{
+	struct no_lcore_run *r = arg;
+	struct ibv_sge sge = { (uintptr_t)cli.buf, SZ / 2, cli.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { .remote_addr = (uintptr_t)srv.buf, .rkey = srv.mr->rkey } };
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	r->before = rte_lcore_id();
+	r->post_rc = ibv_post_send(cli.id->qp, &w, &bad);
+	for (long spins = 0; r->post_rc == 0 && r->polled == 0 && spins < 100000000; spins++)
+		r->polled = ibv_poll_cq(cli.cq, 1, &wc);
+	r->status = wc.status;
+	/* The Write's completion says the octets left; passes until the server's copy has
+	 * them all (both sides' passes run in this thread). */
+	for (long spins = 0; spins < 10000000 && memcmp(srv.buf, cli.buf, SZ / 2) != 0; spins++)
+		ibv_poll_cq(cli.cq, 1, &wc);
+	r->after = rte_lcore_id();
+	return NULL;
+}
+
+/* The engine the QP of @p id runs on. */
+static struct uiw_eng *engine_of(struct rdma_cm_id *id)
+{
+	struct uiw_qp_v *q = (struct uiw_qp_v *)id->qp;
+
+	return &q->dev->eng[q->eng];
+}
+
+/*
+ * Passes made by a thread the EAL gave no lcore (the drop-in's progress thread, or a
+ * program's second thread) take mbufs through the caches of the engine's spare lcore id,
+ * not the pool's ring, and the thread's own id is LCORE_ID_ANY again after each.
+ */
+START_TEST(pass_without_an_eal_lcore_takes_the_engines_caches)
+{
+	struct rte_mempool *cached;
+	struct no_lcore_run r = { 0 };
+	pthread_t t;
+
+	/* The test pool has no per-lcore caches: both sides again, on one that has. */
+	teardown();
+	cached = rte_pktmbuf_pool_create("verbs_cached", 4095, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					 (int)rte_socket_id());
+	ck_assert_ptr_nonnull(cached);
+	pair_pool = cached;
+	setup();
+	connect_pair();
+
+	struct uiw_eng *ga = engine_of(cli.id), *gb = engine_of(srv.id);
+
+	ck_assert_uint_ne(ga->cache_lcore, LCORE_ID_ANY);
+	ck_assert_uint_ne(gb->cache_lcore, LCORE_ID_ANY);
+	ck_assert_uint_ne(ga->cache_lcore, gb->cache_lcore);
+	ck_assert_int_eq(rte_eal_lcore_role(ga->cache_lcore), ROLE_OFF);
+	ck_assert_int_eq(rte_eal_lcore_role(gb->cache_lcore), ROLE_OFF);
+	ck_assert_uint_eq(rte_mempool_default_cache(cached, ga->cache_lcore)->len, 0);
+	ck_assert_uint_eq(rte_mempool_default_cache(cached, gb->cache_lcore)->len, 0);
+	memset(cli.buf, 0x5a, SZ / 2);
+
+	ck_assert_int_eq(pthread_create(&t, NULL, write_from_a_thread, &r), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(r.before, LCORE_ID_ANY);
+	ck_assert_uint_eq(r.after, LCORE_ID_ANY);
+	ck_assert_int_eq(r.post_rc, 0);
+	ck_assert_int_eq(r.polled, 1);
+	ck_assert_int_eq(r.status, IBV_WC_SUCCESS);
+	ck_assert_mem_eq(srv.buf, cli.buf, SZ / 2);
+	/* The sender's FPDUs came through its engine's caches, and the receiver gave back
+	 * what it took through its own. */
+	ck_assert_uint_gt(rte_mempool_default_cache(cached, ga->cache_lcore)->len, 0);
+	ck_assert_uint_gt(rte_mempool_default_cache(cached, gb->cache_lcore)->len, 0);
+
+	teardown();
+	pair_pool = NULL;
+	ck_assert_uint_eq(rte_mempool_in_use_count(cached), 0);
+	rte_mempool_free(cached);
+	setup();   /* for the fixture's tear-down */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("verbs");
@@ -569,6 +663,7 @@ int main(void)
 	tcase_add_test(tc, destroyed_id_takes_its_queued_events);
 	tcase_add_test(tc, resolve_addr_times_out_unanswered);
 	tcase_add_test(tc, shared_receive_queue);
+	tcase_add_test(tc, pass_without_an_eal_lcore_takes_the_engines_caches);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
