@@ -1467,6 +1467,21 @@ void uiw_verbs_qp_tcp(struct ibv_qp *qp, struct uiw_qp_tcp *out)
 	out->retransmits = uiw_tcp_conn_stats(t)->retransmits;
 }
 
+/* A CQ of a QP: the completions waiting in it, whether it is armed, and the events its
+ * channel holds (a program asleep in ibv_get_cq_event() with completions waiting and the CQ
+ * not armed waits for good). */
+static void print_cq(FILE *f, const char *which, const struct ibv_cq *cq)
+{
+	const struct uiw_cq_v *c = (const struct uiw_cq_v *)cq;
+
+	if (cq == NULL)
+		return;
+	fprintf(f, " %s %u/%u%s", which, uiw_ring_count(&c->core.ring), c->core.ring.cap,
+		!c->core.armed ? "" : c->core.solicited_only ? " armed (solicited)" : " armed");
+	if (c->ch != NULL)
+		fprintf(f, " (channel: %u events)", uiw_ring_count(&c->ch->ring));
+}
+
 static void print_qp(FILE *f, const struct uiw_qp_v *q)
 {
 	const struct uiw_qp *c = q->core;
@@ -1504,8 +1519,14 @@ static void print_qp(FILE *f, const struct uiw_qp_v *q)
 			snd.sq_mbufs, snd.share, snd.stalled ? " stalled" : "");
 	}
 	uiw_qp_depths(c, &d);
-	fprintf(f, "\n  queues sq %u/%u rq %u/%u%s orq %u/%u irq %u/%u\n  counters", d.sq, d.sq_cap,
+	fprintf(f, "\n  queues sq %u/%u rq %u/%u%s orq %u/%u irq %u/%u\n  cqs", d.sq, d.sq_cap,
 		d.rq, d.rq_cap, d.rq_cap == 0 ? " (srq)" : "", d.orq, d.ord, d.irq, d.ird);
+	print_cq(f, "send", q->qp.send_cq);
+	if (q->qp.recv_cq != q->qp.send_cq)
+		print_cq(f, "recv", q->qp.recv_cq);
+	else
+		fprintf(f, " (receives too)");
+	fprintf(f, "\n  counters");
 	for (unsigned i = 0; i < UIW_RDMAP_C__COUNT; i++)
 		if (k[i] != 0)
 			fprintf(f, " %s %" PRIu64, uiw_rdmap_counter_desc[i].name, k[i]);

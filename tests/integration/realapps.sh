@@ -168,6 +168,7 @@ good=0
 for p in $pids; do
 	grep -q "^qp [0-9]* uiw0 engine 0 RTS 10\.73\.0\.[12]:[0-9]* [-<>]* 10\.73\.0\.[12]:[0-9]* tcp ESTABLISHED mpa rev 2 crc" "$tmp/stat.$p" &&
 		grep -q "^  queues sq [0-9]*/[0-9]* rq" "$tmp/stat.$p" && grep -q "^tcp.conns 1" "$tmp/stat.$p" &&
+		grep -q "^  cqs send [0-9]*/[1-9][0-9]*\( armed\)* (channel: [0-9]* events) (receives too)" "$tmp/stat.$p" &&
 		grep -q "^  tcp srtt [0-9]* us rttvar [0-9]* us timeout [1-9][0-9]* us cwnd [1-9][0-9]* wnd [1-9][0-9]* flight [0-9]* sq [0-9]* share 256" "$tmp/stat.$p" &&
 		good=$((good + 1))
 done
