@@ -8,6 +8,13 @@
 #include <rte_lcore.h>
 
 __thread __attribute__((tls_model("initial-exec"))) unsigned uiw_lcore_id_copy = LCORE_ID_ANY;
+__thread __attribute__((tls_model("initial-exec"))) unsigned *uiw_lcore_id_eal_at;
+
+unsigned *uiw_lcore_id_eal_var(void)
+{
+	uiw_lcore_id_eal_at = &RTE_PER_LCORE(_lcore_id);
+	return uiw_lcore_id_eal_at;
+}
 
 unsigned uiw_lcore_id_eal(void)
 {

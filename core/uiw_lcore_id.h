@@ -36,8 +36,9 @@ unsigned uiw_lcore_id_eal(void);
  * threads other than the one that started the EAL) has no mempool caches, and took every
  * mbuf from the pool's ring and gave every one back there; for that work it takes the
  * spare id, and with it that id's caches, which no EAL thread uses. The EAL's own threads
- * keep theirs. DPDK's code outside the stack (a PMD's receive burst) still reads the
- * EAL's value, so it is not changed by this.
+ * keep theirs. uiw_lcore_id_borrow_all() sets the EAL's value to it too for the while:
+ * DPDK's own code (a PMD's receive burst taking mbufs, its transmit giving them back)
+ * reads that one.
  *
  * uiw_lcore_id_spare() gives ids from the highest down, skipping any the EAL has a role
  * for (the EAL registers a program's own thread under the lowest free id); LCORE_ID_ANY
@@ -49,8 +50,12 @@ void uiw_lcore_id_spares_reset(void);
 
 #define UIW_LCORE_ID_ANY 0xffffffffu   /* LCORE_ID_ANY (uiw_lcore_id.c checks) */
 
-/* Takes @p spare as the calling thread's lcore id if the EAL gave it none. @return the id
- * to give back to uiw_lcore_id_restore() at the end of the work. */
+/* Where the calling thread's EAL value lives, once asked (uiw_lcore_id_eal_var()). */
+extern __thread __attribute__((tls_model("initial-exec"))) unsigned *uiw_lcore_id_eal_at;
+unsigned *uiw_lcore_id_eal_var(void);
+
+/* Takes @p spare as the calling thread's lcore id in the stack's copy, if the EAL gave it
+ * none. @return the id to give back to uiw_lcore_id_restore() at the end of the work. */
 static inline unsigned uiw_lcore_id_borrow(unsigned spare)
 {
 	unsigned own = uiw_lcore_id_copy;
@@ -60,9 +65,29 @@ static inline unsigned uiw_lcore_id_borrow(unsigned spare)
 	return own;
 }
 
+/* The same, and in the EAL's value. */
+static inline unsigned uiw_lcore_id_borrow_all(unsigned spare)
+{
+	unsigned own = uiw_lcore_id_copy;
+
+	if (own == UIW_LCORE_ID_ANY) {
+		unsigned *eal = uiw_lcore_id_eal_at;
+
+		if (!eal)   /* the first in this thread: one __tls_get_addr() */
+			eal = uiw_lcore_id_eal_var();
+		uiw_lcore_id_copy = spare;
+		*eal = spare;
+	}
+	return own;
+}
+
 static inline void uiw_lcore_id_restore(unsigned own)
 {
-	uiw_lcore_id_copy = own;
+	if (uiw_lcore_id_copy != own) {
+		uiw_lcore_id_copy = own;
+		if (uiw_lcore_id_eal_at && *uiw_lcore_id_eal_at != own)
+			*uiw_lcore_id_eal_at = own;
+	}
 }
 
 #endif

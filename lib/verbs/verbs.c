@@ -33,6 +33,7 @@ UIW_TLS unsigned uiw_api_engines;
 UIW_TLS pthread_mutex_t *uiw_api_one;
 UIW_TLS char uiw_api_self;
 UIW_TLS bool uiw_api_fast;
+UIW_TLS bool uiw_pass_copy_only;
 struct uiw_bias uiw_bias = { .revoked = 1 };
 const void *uiw_last_inline;
 unsigned uiw_engine_threads;
@@ -261,12 +262,23 @@ void (*uiw_cma_poll_hook)(struct uiw_eng *g, uint64_t now);
 
 unsigned uiw_eng_pass(struct uiw_eng *g, uint64_t now)
 {
-	/* A thread the EAL made no lcore of makes the pass with the engine's spare lcore id,
+	/*
+	 * A thread the EAL made no lcore of makes the pass with the engine's spare lcore id,
 	 * and so with mempool caches: one thread at a time makes an engine's passes (its lock,
 	 * or the big lock for an engine without a thread of its own). Without them every mbuf
-	 * the pass took and gave back went through the pool's ring: 28% of the samples of an
-	 * ib_send_bw -e client, whose passes the progress thread makes. */
-	unsigned own = uiw_lcore_id_borrow(g->cache_lcore);
+	 * the pass took and gave back went through the pool's ring: perftest polling from a
+	 * thread other than the one that started the EAL moved 11-14 Gb/s against 25-28.
+	 *
+	 * The EAL's value too, so that the PMD's bursts use the caches as well (22-26 Gb/s
+	 * then, against 14-16 with the stack's copy alone); except in the progress thread,
+	 * whose passes serve programs asleep in ibv_get_cq_event(). There it made ib_send_bw
+	 * -e hang in 11 runs of 14, against 3 of 60 with the copy alone: perftest's Send
+	 * credits come back by RDMA Write, which raises no completion, so a sender that has
+	 * taken all its completions and waits for credits sleeps for an event that does not
+	 * come. Faster passes there made that race of perftest's likelier (docs/DROPIN.md).
+	 */
+	unsigned own = uiw_pass_copy_only ? uiw_lcore_id_borrow(g->cache_lcore)
+					  : uiw_lcore_id_borrow_all(g->cache_lcore);
 	unsigned work = ring_doorbells(g) + uiw_stack_poll_engine(g->e, now);
 
 	if (g->resolving != NULL && uiw_cma_poll_hook != NULL)

@@ -66,6 +66,9 @@ struct uiw_bias {
 extern struct uiw_bias uiw_bias;
 extern UIW_TLS char uiw_api_self;              /* its address names the thread */
 extern UIW_TLS bool uiw_api_fast;              /* this thread holds the lock by the bias */
+/* The drop-in's progress thread: its passes take a spare lcore id in the stack's copy only
+ * (uiw_eng_pass()). */
+extern UIW_TLS bool uiw_pass_copy_only;
 extern const void *uiw_last_inline;            /* the thread of the last inline pass */
 
 void uiw_bias_init(void);

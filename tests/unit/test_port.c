@@ -69,8 +69,8 @@ START_TEST(lcore_id_copy_follows_the_eal)
 }
 END_TEST
 
-/* Runs uiw_lcore_id_borrow(*arg) in a thread the EAL made no lcore of: its id before, in
- * and after the borrow. */
+/* Runs uiw_lcore_id_borrow(*arg), then uiw_lcore_id_borrow_all(*arg), in a thread the EAL
+ * made no lcore of: its id before, in (the stack's copy and the EAL's value) and after. */
 static void *borrow_here(void *arg)
 {
 	unsigned *ids = arg;
@@ -79,8 +79,15 @@ static void *borrow_here(void *arg)
 	ids[1] = rte_lcore_id();
 	own = uiw_lcore_id_borrow(ids[0]);
 	ids[2] = rte_lcore_id();
+	ids[3] = uiw_lcore_id_eal();
 	uiw_lcore_id_restore(own);
-	ids[3] = rte_lcore_id();
+	ids[4] = rte_lcore_id();
+	own = uiw_lcore_id_borrow_all(ids[0]);
+	ids[5] = rte_lcore_id();
+	ids[6] = uiw_lcore_id_eal();
+	uiw_lcore_id_restore(own);
+	ids[7] = rte_lcore_id();
+	ids[8] = uiw_lcore_id_eal();
 	return NULL;
 }
 
@@ -88,7 +95,7 @@ static void *borrow_here(void *arg)
  * reset; a thread without an lcore takes one for a while, one with an lcore keeps its own. */
 START_TEST(spare_lcore_ids_are_ones_the_eal_left)
 {
-	unsigned first, second, ids[4] = { 0 }, own;
+	unsigned first, second, ids[9] = { 0 }, own;
 	pthread_t t;
 
 	uiw_lcore_id_spares_reset();
@@ -117,12 +124,19 @@ START_TEST(spare_lcore_ids_are_ones_the_eal_left)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_uint_eq(ids[1], LCORE_ID_ANY);
 	ck_assert_uint_eq(ids[2], first);
-	ck_assert_uint_eq(ids[3], LCORE_ID_ANY);
+	ck_assert_uint_eq(ids[3], LCORE_ID_ANY);   /* the copy only */
+	ck_assert_uint_eq(ids[4], LCORE_ID_ANY);
+	ck_assert_uint_eq(ids[5], first);
+	ck_assert_uint_eq(ids[6], first);   /* DPDK's own code reads that one */
+	ck_assert_uint_eq(ids[7], LCORE_ID_ANY);
+	ck_assert_uint_eq(ids[8], LCORE_ID_ANY);
 
-	own = uiw_lcore_id_borrow(first);   /* this thread is the EAL's: no borrow */
-	ck_assert_uint_eq(rte_lcore_id(), uiw_lcore_id_eal());
+	own = uiw_lcore_id_borrow_all(first);   /* this thread is the EAL's: no borrow */
+	ck_assert_uint_eq(rte_lcore_id(), rte_get_main_lcore());
+	ck_assert_uint_eq(uiw_lcore_id_eal(), rte_get_main_lcore());
 	uiw_lcore_id_restore(own);
-	ck_assert_uint_eq(rte_lcore_id(), uiw_lcore_id_eal());
+	ck_assert_uint_eq(rte_lcore_id(), rte_get_main_lcore());
+	ck_assert_uint_eq(uiw_lcore_id_eal(), rte_get_main_lcore());
 }
 END_TEST
 

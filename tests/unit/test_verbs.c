@@ -559,7 +559,7 @@ END_TEST
 
 /* What a thread the EAL made no lcore of saw around its calls, and how they went. */
 struct no_lcore_run {
-	unsigned before, after;
+	unsigned before, after, after_eal;
 	int post_rc, polled;
 	enum ibv_wc_status status;
 };
@@ -586,6 +586,7 @@ static void *write_from_a_thread(void *arg)
 	for (long spins = 0; spins < 10000000 && memcmp(srv.buf, cli.buf, SZ / 2) != 0; spins++)
 		ibv_poll_cq(cli.cq, 1, &wc);
 	r->after = rte_lcore_id();
+	r->after_eal = uiw_lcore_id_eal();
 	return NULL;
 }
 
@@ -632,6 +633,7 @@ START_TEST(pass_without_an_eal_lcore_takes_the_engines_caches)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_uint_eq(r.before, LCORE_ID_ANY);
 	ck_assert_uint_eq(r.after, LCORE_ID_ANY);
+	ck_assert_uint_eq(r.after_eal, LCORE_ID_ANY);
 	ck_assert_int_eq(r.post_rc, 0);
 	ck_assert_int_eq(r.polled, 1);
 	ck_assert_int_eq(r.status, IBV_WC_SUCCESS);

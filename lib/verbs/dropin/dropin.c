@@ -554,6 +554,7 @@ static void *progress_main(void *arg)
 	/* Naps as short as asked: the default timer slack (50 us) would triple the shortest. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	pthread_setname_np(pthread_self(), "uiw-progress");   /* as top -H and perf show it */
+	uiw_pass_copy_only = true;
 	for (;;) {
 		if (__atomic_load_n(&uiw_api_waiting, __ATOMIC_RELAXED) > 0) {
 			sched_yield();   /* a program thread wants the lock: it goes first */
