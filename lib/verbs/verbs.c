@@ -1480,8 +1480,8 @@ void uiw_verbs_qp_tcp(struct ibv_qp *qp, struct uiw_qp_tcp *out)
 }
 
 /* A CQ of a QP: the completions waiting in it, whether it is armed, and the events its
- * channel holds (a program asleep in ibv_get_cq_event() with completions waiting and the CQ
- * not armed waits for good). */
+ * channel holds: whether a program asleep in ibv_get_cq_event() can be woken (an event
+ * comes only for a completion after the arm; docs/DROPIN.md). */
 static void print_cq(FILE *f, const char *which, const struct ibv_cq *cq)
 {
 	const struct uiw_cq_v *c = (const struct uiw_cq_v *)cq;

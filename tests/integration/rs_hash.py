@@ -8,13 +8,17 @@ the server calls the C library's accept() (librspreload.so's, as it is preloaded
 
 usage: rs_hash.py server ADDR PORT M | client ADDR PORT N M
 Prints one line: "rs_hash: ok ..." or "rs_hash: FAIL ...", exit 0 or 1.
+With $RS_HASH_WAIT_FOR set, the client waits after connecting until that file exists (10 s
+at most): a watcher that must see the connection open gets it for as long as it needs.
 """
 import ctypes
 import hashlib
+import os
 import random
 import socket
 import struct
 import sys
+import time
 
 
 def stream(seed, n):
@@ -66,6 +70,10 @@ def server(addr, port, m):
 
 def client(addr, port, n, m):
     s = socket.create_connection((addr, port))
+    wait_for = os.environ.get("RS_HASH_WAIT_FOR")
+    deadline = time.monotonic() + 10
+    while wait_for and not os.path.exists(wait_for) and time.monotonic() < deadline:
+        time.sleep(0.05)
     h = hashlib.sha256()
     for piece in stream(1, n):
         s.sendall(piece)

@@ -111,7 +111,8 @@ done
 # one way, 20 MB back, each hashed by both ends (tests/integration/rs_hash.py; Python makes
 # its sockets with SOCK_CLOEXEC, which rsocket() takes).
 # Meanwhile uiwarp-stat asks both programs, every 0.1 s, until an answer lists the server's
-# listener and a connected rsocket.
+# listener and a connected rsocket; the client sends only once it has (the transfer alone
+# can be over between two asks).
 connected='^rsocket [0-9]+ open rd wr sqe [0-9]+ sbuf [0-9]+ credits [0-9]+ target [0-9]+ ctrl [0-9]+ unread [0-9]+/[0-9]+ rbuf -?[0-9]+ rseq [0-9]+/[0-9]+$'
 (
 	for _ in $(seq 300); do
@@ -125,7 +126,7 @@ connected='^rsocket [0-9]+ open rd wr sqe [0-9]+ sbuf [0-9]+ credits [0-9]+ targ
 ) &
 wpid=$!
 pair hash env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" server 10.73.0.1 5301 20000000 -- \
-	env LD_PRELOAD="$preload" python3 "$here/rs_hash.py" client 10.73.0.1 5301 30000000 20000000
+	env LD_PRELOAD="$preload" RS_HASH_WAIT_FOR="$tmp/hash.stat" python3 "$here/rs_hash.py" client 10.73.0.1 5301 30000000 20000000
 kill "$wpid" 2>/dev/null
 wait "$wpid" 2>/dev/null
 wpid=""

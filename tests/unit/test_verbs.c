@@ -574,7 +574,7 @@ static void *write_from_a_thread(void *arg)
 				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 				 .wr.rdma = { .remote_addr = (uintptr_t)srv.buf, .rkey = srv.mr->rkey } };
 	struct ibv_send_wr *bad;
-	struct ibv_wc wc;
+	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
 
 	r->before = rte_lcore_id();
 	r->post_rc = ibv_post_send(cli.id->qp, &w, &bad);
