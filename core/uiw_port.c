@@ -23,8 +23,10 @@
 #include <rte_eal_memconfig.h>
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
+#include <rte_eth_vhost.h>
 #include <rte_ring.h>
 #include <rte_thash.h>
+#include <rte_vhost.h>
 
 #include "uiw_dma.h"
 #include "uiw_fault.h"
@@ -613,6 +615,10 @@ static bool port_pairs_queues(const char *driver)
 	       strcmp(driver, "net_vhost") == 0 || strcmp(driver, "net_virtio_user") == 0;
 }
 
+/* The most TCP payload a TSO frame carries: the IPv4 total length is 16 bits, and 128
+ * octets cover the largest headers. */
+#define PORT_TSO_MAX (UINT16_MAX - 128)
+
 static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *info,
 			const struct uiw_config *cfg)
 {
@@ -673,13 +679,22 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 	}
 	port->tx_offloads = conf.txmode.offloads;
 	port->rx_offloads = conf.rxmode.offloads;
-	if (port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO) {
-		/* The IPv4 total length is 16 bits; 128 octets cover the largest headers. */
-		port->tso_max = UINT16_MAX - 128;
-		port->tso_segs = info->tx_desc_lim.nb_seg_max != 0 &&
-				 info->tx_desc_lim.nb_seg_max < UIW_PORT_TSO_SEGS
-				 ? info->tx_desc_lim.nb_seg_max : UIW_PORT_TSO_SEGS;
-	}
+	port->tso_segs = info->tx_desc_lim.nb_seg_max != 0 &&
+			 info->tx_desc_lim.nb_seg_max < UIW_PORT_TSO_SEGS
+			 ? info->tx_desc_lim.nb_seg_max : UIW_PORT_TSO_SEGS;
+	if (port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_TSO)
+		port->tso_max = PORT_TSO_MAX;
+	/* vhost-user lists no TSO among its offloads, yet its transmit hands a frame of many
+	 * segments to the guest whole, their size in the virtio-net header, and a guest that
+	 * negotiated VIRTIO_NET_F_GUEST_TSO4 takes it as one large receive (virtio 1.1
+	 * §5.1.6.4: virtio-user with large receive asked for, Linux's virtio-net). Reads and
+	 * all else that leaves from the vhost-user side went one segment a frame, where the
+	 * virtio-user side sent frames of 64 KiB. Whether this guest takes them is known
+	 * only once it has connected: uiw_port_link_check() reads it. */
+	if (cfg->tso && strcmp(info->driver_name, "net_vhost") == 0 &&
+	    (port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) &&
+	    (port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		port->tso_guest = true;
 	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrx, &ntx);
 	txc.offloads = conf.txmode.offloads;
 	for (uint16_t q = 0; q < port->nqueues; q++) {
@@ -799,6 +814,8 @@ const char *uiw_port_offloads_str(const struct uiw_port *port, char *buf, size_t
 		if ((on & names[i].flag) && n < len)
 			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "", names[i].name);
 	}
+	if (port->tso_guest && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%stso-to-guest", n ? " " : "");
 	if (n == 0)
 		snprintf(buf, len, "none");
 	return buf;
@@ -851,7 +868,7 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	/* With TSO, FPDUs side by side in buffers of 64 KiB (MPA's fpdu_slab()), so that a
 	 * frame of them is a header and a piece or two. Shared by the engines' queues (the
 	 * pool's ring takes puts and gets from any thread); none to be had: each FPDU alone. */
-	if (port->tso_max != 0 && cfg->tso_slabs > 0) {
+	if ((port->tso_max != 0 || port->tso_guest) && cfg->tso_slabs > 0) {
 		snprintf(pool_name, sizeof(pool_name), "uiw_slabs_%u", port_id);
 		port->slabs = rte_pktmbuf_pool_create(pool_name, cfg->tso_slabs, 0, 0, UINT16_MAX,
 						      rte_eth_dev_socket_id(port_id));
@@ -975,14 +992,47 @@ int uiw_port_wait_link(const struct uiw_port *port, unsigned timeout_ms)
 
 #define LINK_CHECK_NS (100 * 1000 * 1000ull)
 
+/* Whether the vhost-user guest of @p port takes frames of many TCP/IPv4 segments whole:
+ * it negotiated VIRTIO_NET_F_GUEST_TSO4, which needs VIRTIO_NET_F_GUEST_CSUM (virtio 1.1
+ * §5.1.3.1). None connected: no. */
+static bool guest_takes_tso(const struct uiw_port *port)
+{
+	int vid = rte_eth_vhost_get_vid_from_port_id(port->port_id);
+	uint64_t f = 0;
+
+	if (vid < 0 || rte_vhost_get_negotiated_features(vid, &f) != 0)
+		return false;
+	return (f & (1ull << VIRTIO_NET_F_GUEST_TSO4)) && (f & (1ull << VIRTIO_NET_F_GUEST_CSUM));
+}
+
+/* uiw_port.tso_guest: TSO while the guest takes large frames. A guest that comes back
+ * without them gets none from the next check on (a frame sent before it is lost, and
+ * TCP sends it again in segments). */
+static void tso_guest_check(struct uiw_port *port)
+{
+	uint32_t max = guest_takes_tso(port) ? PORT_TSO_MAX : 0;
+
+	if (max == port->tso_max)
+		return;
+	port->tso_max = max;
+	if (!port->shared)
+		UIW_INFO("port %s: the guest %s frames of many segments: TSO %s", port->name,
+			 max ? "takes" : "does not take", max ? "on" : "off");
+}
+
 void uiw_port_link_check(struct uiw_port *port, uint64_t now)
 {
 	struct rte_eth_link link;
 	int8_t up;
 
-	if (port->port_id == UIW_PORT_NONE || port->shared || now < port->link_check_ns)
+	if (port->port_id == UIW_PORT_NONE || now < port->link_check_ns)
 		return;
 	port->link_check_ns = now + LINK_CHECK_NS;
+	/* Each engine's handle reads it for itself: its tso_max is its own copy. */
+	if (port->tso_guest)
+		tso_guest_check(port);
+	if (port->shared)
+		return;
 	/* A gated port's state is kept by its control thread, which the gate holds. */
 	if (port->gated)
 		return;

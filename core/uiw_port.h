@@ -79,6 +79,10 @@ struct uiw_port {
 	uint32_t tso_max;             /**< TSO: the most TCP payload one frame may carry for the
 	                               *   PMD to cut (0: no TSO) */
 	uint16_t tso_segs;            /**< TSO: the most mbufs one such frame may chain */
+	bool tso_guest;               /**< vhost-user with key tso: tso_max follows whether
+	                               *   the guest takes large frames (it negotiated
+	                               *   VIRTIO_NET_F_GUEST_TSO4), read as the link is
+	                               *   (uiw_port_link_check()) */
 	struct rte_mempool *slabs;    /**< TSO: mbufs of 64 KiB that MPA builds FPDUs side by
 	                               *   side in (key tso_slabs; NULL: none) */
 	const struct uiw_port_rss *rss; /**< RSS over the queue pairs, when the PMD reports

@@ -585,7 +585,7 @@ int uiw_mpa_send_fpdu(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		m = fpdu_gathered(c, iov, n, ncopy, lend, (uint32_t)ulen);
 		if (m == NULL)
 			m = fpdu_lent(c, iov, n, ncopy, lend, (uint32_t)ulen);
-	} else if (!c->info.markers_tx && c->m->slabs != NULL &&
+	} else if (!c->info.markers_tx && c->m->slabs != NULL && uiw_tcp_tso_now(c->tcp) &&
 		   (m = fpdu_slab(c, wire)) != NULL) {
 		fill_flat(c, m, rte_pktmbuf_mtod(m, uint8_t *), iov, n, (uint32_t)ulen);
 	} else if (!c->info.markers_tx &&

@@ -203,6 +203,10 @@ uint32_t uiw_tcp_tx_copy_max(const struct uiw_tcp_conn *c);
  *  it has just written into one. */
 bool uiw_tcp_tx_frames_copied(const struct uiw_tcp_conn *c);
 
+/** True when TCP now hands the port frames of many segments (TSO): on vhost-user that
+ *  holds only while the guest takes them (uiw_port.tso_guest). */
+bool uiw_tcp_tso_now(const struct uiw_tcp_conn *c);
+
 /**
  * Readies @p m, a pool mbuf fresh from the pool that the caller will fill with @p len
  * octets and queue whole (an FPDU), to go out as a frame over its own buffer (the headers

@@ -510,6 +510,11 @@ bool uiw_tcp_tx_frames_copied(const struct uiw_tcp_conn *c)
 	return c->tcp->port->tx_ext;
 }
 
+bool uiw_tcp_tso_now(const struct uiw_tcp_conn *c)
+{
+	return c->tcp->port->tso_max != 0;
+}
+
 void uiw_tcp_ready_over(const struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t len)
 {
 	/* A data segment's headers: Ethernet, IPv4, TCP with timestamps if agreed (SACK

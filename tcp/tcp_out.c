@@ -655,9 +655,12 @@ static void tcp_checksum(struct uiw_tcp *t, struct rte_mbuf *m, struct uiw_tcp_h
 	uint32_t sum = uiw_tcp_phdr_sum(src, dst, (uint16_t)tcp_len);
 
 	/* DPDK's TSO: the field holds the pseudo-header sum without the length, which the
-	 * PMD adds per segment; the IP checksum too is the PMD's where it offers it. */
+	 * PMD adds per segment; the IP checksum too is the PMD's where it offers it. A
+	 * vhost-user guest takes the frame whole (uiw_port.tso_guest): the sum then holds
+	 * the frame's TCP length, as virtio-net's drivers and devices have it (virtio 1.1
+	 * §5.1.6.2; DPDK's virtio PMD puts it there before it sends such a frame). */
 	if (m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) {
-		sum = uiw_tcp_phdr_sum(src, dst, 0);
+		sum = uiw_tcp_phdr_sum(src, dst, t->port->tso_guest ? (uint16_t)tcp_len : 0);
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
 		th->cksum = uiw_be16_of((uint16_t)sum);

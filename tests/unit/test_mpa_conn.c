@@ -403,6 +403,27 @@ static uint16_t nic_cut(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max)
 }
 
 /*
+ * A virtio guest that negotiated large receive, as vhost-user hands it a TSO frame
+ * (uiw_port.tso_guest): whole, its TCP checksum to be completed over the header and the
+ * payload from the pseudo-header sum the field holds, which must count the frame's TCP
+ * length (virtio 1.1 §5.1.6.2). Completed so here (nic_fill() with no length to add), and
+ * checked by B in software: a sum without the length fails there.
+ */
+static uint16_t guest_take(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max)
+{
+	ck_assert_uint_ge(max, 1);
+	if (m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) {
+		frame_len = m->pkt_len;
+		if (m->nb_segs > frame_pieces_max)
+			frame_pieces_max = m->nb_segs;
+		tso_frames++;
+	}
+	nic_fill(m, false);
+	out[0] = m;
+	return 1;
+}
+
+/*
  * TSO keeps one FPDU per segment: side A's port offers TSO; its TCP hands over frames of
  * whole FPDUs of one length and at most one shorter last, with tso_segsz that length.
  * DPDK's segmenter cuts them; every segment must hold exactly one FPDU, carry the right
@@ -410,6 +431,8 @@ static uint16_t nic_cut(struct rte_mbuf *m, struct rte_mbuf **out, uint16_t max)
  * ULPDU in order. With slabs (_i 1: FPDUs built side by side in 64 KiB buffers), a frame
  * is its header and one piece a slab it spans; with one slab only (_i 2), the FPDUs that
  * find it taken are built alone. Every slab goes back to its pool when the FPDUs are done.
+ * _i 3: A is a vhost-user port whose guest takes the frames whole (guest_take()): no IPv4
+ * checksum offload, B receives each frame as one large segment and checks its sums.
  */
 START_TEST(tso_frames_cut_one_fpdu_per_segment)
 {
@@ -419,9 +442,13 @@ START_TEST(tso_frames_cut_one_fpdu_per_segment)
 	struct rte_mempool *slabs = NULL;
 
 	tso_frames = tso_segs = frame_pieces_max = 0;
-	pair_enable_tso(&pair_a, nic_cut);
+	pair_enable_tso(&pair_a, _i == 3 ? guest_take : nic_cut);
+	if (_i == 3) {
+		pair_a.st.port.tso_guest = true;
+		pair_a.st.port.tx_offloads &= ~RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+	}
 	if (_i > 0) {
-		slabs = rte_pktmbuf_pool_create("test_slabs", _i == 1 ? 16 : 1, 0, 0, UINT16_MAX,
+		slabs = rte_pktmbuf_pool_create("test_slabs", _i != 2 ? 16 : 1, 0, 0, UINT16_MAX,
 						SOCKET_ID_ANY);
 		ck_assert_ptr_nonnull(slabs);
 		uiw_mpa_set_slabs(pair_a.st.mpa, slabs);
@@ -466,10 +493,17 @@ START_TEST(tso_frames_cut_one_fpdu_per_segment)
 	ck_assert_uint_eq(uiw_tcp_counters(pair_a.st.tcp)[UIW_TCP_C_tx_tso_frames], tso_frames);
 	ck_assert_uint_eq(uiw_tcp_counters(pair_b.st.tcp)[UIW_TCP_C_drop_cksum], 0);
 	ck_assert_uint_eq(ctr(&pair_b, UIW_MPA_C_crc_err), 0);
+	if (_i == 3) {
+		/* The frames came in whole: segments longer than the MSS (all but those of two
+		 * short FPDUs, which one segment would hold too). */
+		ck_assert_uint_gt(uiw_tcp_counters(pair_b.st.tcp)[UIW_TCP_C_rx_large], tso_frames / 2);
+		ck_assert_uint_le(uiw_tcp_counters(pair_b.st.tcp)[UIW_TCP_C_rx_large], tso_frames);
+		ck_assert_uint_gt(frame_len, 16 * 1024);
+	}
 	if (_i == 0) {
 		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_tx_slabbed), 0);
 		ck_assert_uint_gt(frame_pieces_max, 3);    /* a piece an FPDU */
-	} else if (_i == 1) {
+	} else if (_i == 1 || _i == 3) {
 		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_tx_slabbed), n);
 		ck_assert_uint_le(frame_pieces_max, 3);    /* the header, a piece a slab */
 	} else {
@@ -1314,7 +1348,7 @@ int main(void)
 	tcase_add_loop_test(tc, extension_used_only_when_both_announce, 0, 4);
 	tcase_add_test(tc, extension_trailer_on_the_wire);
 	tcase_add_test(tc, responder_crc_and_reject_by_owner);
-	tcase_add_loop_test(tc, tso_frames_cut_one_fpdu_per_segment, 0, 3);
+	tcase_add_loop_test(tc, tso_frames_cut_one_fpdu_per_segment, 0, 4);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
