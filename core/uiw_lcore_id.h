@@ -21,6 +21,8 @@
 #ifndef UIW_LCORE_ID_H
 #define UIW_LCORE_ID_H
 
+#include <stdbool.h>
+
 extern __thread __attribute__((tls_model("initial-exec"))) unsigned uiw_lcore_id_copy;
 #define per_lcore__lcore_id uiw_lcore_id_copy   /* core/uiw_lcore_id.c undoes it */
 
@@ -36,7 +38,7 @@ unsigned uiw_lcore_id_eal(void);
  * threads other than the one that started the EAL) has no mempool caches, and took every
  * mbuf from the pool's ring and gave every one back there; for that work it takes the
  * spare id, and with it that id's caches, which no EAL thread uses. The EAL's own threads
- * keep theirs. uiw_lcore_id_borrow_all() sets the EAL's value to it too for the while:
+ * keep theirs. uiw_lcore_id_borrow() can set the EAL's value to it too for the while:
  * DPDK's own code (a PMD's receive burst taking mbufs, its transmit giving them back)
  * reads that one.
  *
@@ -55,27 +57,20 @@ extern __thread __attribute__((tls_model("initial-exec"))) unsigned *uiw_lcore_i
 unsigned *uiw_lcore_id_eal_var(void);
 
 /* Takes @p spare as the calling thread's lcore id in the stack's copy, if the EAL gave it
- * none. @return the id to give back to uiw_lcore_id_restore() at the end of the work. */
-static inline unsigned uiw_lcore_id_borrow(unsigned spare)
+ * none, and with @p eal_too in the EAL's value as well. @return the id to give back to
+ * uiw_lcore_id_restore() at the end of the work. */
+static inline unsigned uiw_lcore_id_borrow(unsigned spare, bool eal_too)
 {
 	unsigned own = uiw_lcore_id_copy;
 
-	if (own == UIW_LCORE_ID_ANY)
-		uiw_lcore_id_copy = spare;
-	return own;
-}
-
-/* The same, and in the EAL's value. */
-static inline unsigned uiw_lcore_id_borrow_all(unsigned spare)
-{
-	unsigned own = uiw_lcore_id_copy;
-
-	if (own == UIW_LCORE_ID_ANY) {
+	if (own != UIW_LCORE_ID_ANY)
+		return own;
+	uiw_lcore_id_copy = spare;
+	if (eal_too) {
 		unsigned *eal = uiw_lcore_id_eal_at;
 
 		if (!eal)   /* the first in this thread: one __tls_get_addr() */
 			eal = uiw_lcore_id_eal_var();
-		uiw_lcore_id_copy = spare;
 		*eal = spare;
 	}
 	return own;

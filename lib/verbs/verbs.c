@@ -277,8 +277,7 @@ unsigned uiw_eng_pass(struct uiw_eng *g, uint64_t now)
 	 * taken all its completions and waits for credits sleeps for an event that does not
 	 * come. Faster passes there made that race of perftest's likelier (docs/DROPIN.md).
 	 */
-	unsigned own = uiw_pass_copy_only ? uiw_lcore_id_borrow(g->cache_lcore)
-					  : uiw_lcore_id_borrow_all(g->cache_lcore);
+	unsigned own = uiw_lcore_id_borrow(g->cache_lcore, !uiw_pass_copy_only);
 	unsigned work = ring_doorbells(g) + uiw_stack_poll_engine(g->e, now);
 
 	if (g->resolving != NULL && uiw_cma_poll_hook != NULL)

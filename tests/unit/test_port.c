@@ -69,20 +69,21 @@ START_TEST(lcore_id_copy_follows_the_eal)
 }
 END_TEST
 
-/* Runs uiw_lcore_id_borrow(*arg), then uiw_lcore_id_borrow_all(*arg), in a thread the EAL
- * made no lcore of: its id before, in (the stack's copy and the EAL's value) and after. */
+/* Runs uiw_lcore_id_borrow(*arg) for the stack's copy alone, then for the EAL's value too,
+ * in a thread the EAL made no lcore of: its id before, in (the stack's copy and the EAL's
+ * value) and after. */
 static void *borrow_here(void *arg)
 {
 	unsigned *ids = arg;
 	unsigned own;
 
 	ids[1] = rte_lcore_id();
-	own = uiw_lcore_id_borrow(ids[0]);
+	own = uiw_lcore_id_borrow(ids[0], false);
 	ids[2] = rte_lcore_id();
 	ids[3] = uiw_lcore_id_eal();
 	uiw_lcore_id_restore(own);
 	ids[4] = rte_lcore_id();
-	own = uiw_lcore_id_borrow_all(ids[0]);
+	own = uiw_lcore_id_borrow(ids[0], true);
 	ids[5] = rte_lcore_id();
 	ids[6] = uiw_lcore_id_eal();
 	uiw_lcore_id_restore(own);
@@ -131,7 +132,7 @@ START_TEST(spare_lcore_ids_are_ones_the_eal_left)
 	ck_assert_uint_eq(ids[7], LCORE_ID_ANY);
 	ck_assert_uint_eq(ids[8], LCORE_ID_ANY);
 
-	own = uiw_lcore_id_borrow_all(first);   /* this thread is the EAL's: no borrow */
+	own = uiw_lcore_id_borrow(first, true);   /* this thread is the EAL's: no borrow */
 	ck_assert_uint_eq(rte_lcore_id(), rte_get_main_lcore());
 	ck_assert_uint_eq(uiw_lcore_id_eal(), rte_get_main_lcore());
 	uiw_lcore_id_restore(own);
