@@ -20,6 +20,9 @@
 
 #include "instance.h"
 #include "verbs_app.h"
+#include "eth_wire.h"
+#include "ipv4_wire.h"
+#include "tcp_wire.h"
 #include "uiw_time.h"
 #include "uiw_verbs.h"
 
@@ -38,6 +41,7 @@ struct opts {
 	unsigned ord;         /* Reads in flight (the MPA ORD asked for; perftest's -o) */
 	unsigned warmup;      /* latency: round trips made before the measured ones */
 	bool warmup_set;
+	bool breakdown;       /* --breakdown */
 };
 
 /* What the client asks for (private data of the Request) and the server answers. */
@@ -67,6 +71,100 @@ static void die(const char *what)
 {
 	fprintf(stderr, "uiwarp-perf: %s: %s\n", what, strerror(errno));
 	exit(1);
+}
+
+/*
+ * --breakdown: where the 8 B Write ping-pong's time goes, between two processes. The port's
+ * bursts are wrapped to note when the PMD last took a frame carrying TCP payload (sent) and
+ * last gave one (received), by this process's clock. Per round trip the client splits its
+ * time into posting to sending, sending to receiving the answer, and receiving to seeing
+ * it in memory; the server, into receiving to seeing the Write in memory, and posting its
+ * own to sending it. What the client waits for less the server's part is the two trips
+ * through the port, the PMD's own work included. Each side prints its medians: the client
+ * after its run, the server when it is stopped.
+ */
+enum { BD_C_SEND, BD_C_WIRE, BD_C_RECV, BD_S_IN, BD_S_SEE, BD_S_OUT, BD__N };
+static const char *const bd_names[BD__N] = {
+	"client: posted to sent", "client: sent to the answer received",
+	"client: received to seen in memory", "server: received to seen in memory",
+	"server: seen to posted", "server: posted to sent",
+};
+
+static struct {
+	bool on;
+	struct uiw_port *port;
+	uiw_burst_fn rx, tx;
+	uint64_t last_rx, last_tx, seen, posted;
+	uint64_t *v[BD__N];
+	unsigned n[BD__N], cap;
+} bd;
+
+static bool frame_has_payload(struct rte_mbuf *m)
+{
+	uint8_t buf[UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN + UIW_TCP_HDR_LEN];
+	const uint8_t *f = rte_pktmbuf_read(m, 0, sizeof(buf), buf);
+	const uint8_t *ip = f + UIW_ETH_HDR_LEN;
+
+	if (f == NULL || f[12] != 0x08 || f[13] != 0x00 || ip[9] != 6 || (ip[0] & 0xf) != 5)
+		return false;
+	return (unsigned)(ip[2] << 8 | ip[3]) > UIW_IPV4_HDR_LEN + (unsigned)(ip[32] >> 4) * 4;
+}
+
+static uint16_t bd_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got = bd.rx(port, pkts, n);
+
+	for (uint16_t i = 0; i < got; i++)
+		if (frame_has_payload(pkts[i])) {
+			bd.last_rx = uiw_now_ns();
+			break;
+		}
+	return got;
+}
+
+static uint16_t bd_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++)
+		if (frame_has_payload(pkts[i])) {
+			bd.last_tx = uiw_now_ns();
+			break;
+		}
+	return bd.tx(port, pkts, n);
+}
+
+static void bd_attach(struct uiw_port *port, unsigned cap)
+{
+	bd.on = true;
+	bd.port = port;
+	bd.rx = port->rx_burst;
+	bd.tx = port->tx_burst;
+	port->rx_burst = bd_rx;
+	port->tx_burst = bd_tx;
+	bd.cap = cap;
+	for (unsigned i = 0; i < BD__N; i++)
+		if ((bd.v[i] = calloc(cap, sizeof(uint64_t))) == NULL)
+			die("memory");
+}
+
+static void bd_note(unsigned k, uint64_t from, uint64_t to)
+{
+	if (bd.on && from != 0 && to >= from && bd.n[k] < bd.cap)
+		bd.v[k][bd.n[k]++] = to - from;
+}
+
+static int cmp_u64(const void *a, const void *b);
+
+static void bd_print(unsigned first, unsigned last)
+{
+	for (unsigned k = first; k <= last; k++) {
+		if (bd.n[k] == 0)
+			continue;
+		qsort(bd.v[k], bd.n[k], sizeof(uint64_t), cmp_u64);
+		printf("breakdown: %-36s p50 %6.3f us, p10 %6.3f, p90 %6.3f (%u)\n", bd_names[k],
+		       bd.v[k][bd.n[k] / 2] / 1e3, bd.v[k][bd.n[k] / 10] / 1e3,
+		       bd.v[k][(size_t)bd.n[k] * 9 / 10] / 1e3, bd.n[k]);
+		bd.n[k] = 0;
+	}
 }
 
 static int ep_setup(struct ep *e, struct rdma_cm_id *id)
@@ -232,8 +330,20 @@ static void srv_work(void)
 	}
 	if (srv.peer.lat && srv.peer.op == OP_WRITE && srv.peer.size > 0 &&
 	    srv.buf[srv.peer.size - 1] == (uint8_t)(srv_seq + 1)) {
+		if (bd.on) {
+			uint64_t now = uiw_now_ns();
+
+			/* The answer before this one has gone by now. */
+			bd_note(BD_S_OUT, bd.posted, bd.last_tx);
+			bd_note(BD_S_IN, bd.last_rx, now);
+			bd.seen = now;
+		}
 		srv_seq++;
 		srv.buf[BUF_MAX + srv.peer.size - 1] = (uint8_t)srv_seq;
+		if (bd.on) {
+			bd.posted = uiw_now_ns();
+			bd_note(BD_S_SEE, bd.seen, bd.posted);
+		}
 		post_op(&srv, OP_WRITE, srv.peer.size, false, 0, BUF_MAX);
 	}
 }
@@ -265,6 +375,7 @@ static void progress(const struct hello *ask, bool passed)
 	if (stop_signal != 0) {
 		if (stats_wanted() && stats_stack != NULL)
 			app_print_counters("this instance, at the signal", stats_stack);
+		bd_print(BD_S_IN, BD_S_OUT);
 		exit(128 + stop_signal);
 	}
 	if (!passed && !(srv.cq != NULL && srv.up))
@@ -349,7 +460,14 @@ static uint64_t one_rtt(const struct opts *o, const struct hello *ask, uint32_t 
 		/* The server writes the same size back into our second half. */
 		while (*(volatile uint8_t *)&cli.buf[BUF_MAX + ask->size - 1] != (uint8_t)seq)
 			poll_cli(wc, 4, ask);
-		return uiw_now_ns() - t0;
+		uint64_t t = uiw_now_ns();
+
+		if (bd.on && bd.last_tx >= t0 && bd.last_rx >= bd.last_tx) {
+			bd_note(BD_C_SEND, t0, bd.last_tx);
+			bd_note(BD_C_WIRE, bd.last_tx, bd.last_rx);
+			bd_note(BD_C_RECV, bd.last_rx, t);
+		}
+		return t - t0;
 	}
 	for (uint32_t got = 0; got < want;)
 		got += (uint32_t)poll_cli(wc, 4, ask);
@@ -371,6 +489,8 @@ static void run_lat(const struct opts *o, const struct hello *ask, struct result
 		warm = warm < 1 ? 1 : warm > 3000 ? 3000 : warm;
 	for (unsigned i = 0; i < warm; i++)
 		(void)one_rtt(o, ask, i + 1);
+	for (unsigned k = BD_C_SEND; k <= BD_C_RECV; k++)
+		bd.n[k] = 0;
 	for (unsigned i = 0; i < o->iters; i++) {
 		t[i] = one_rtt(o, ask, warm + i + 1);
 		/* Write and Send are round trips: half is the one-way figure, as perftest. */
@@ -378,6 +498,7 @@ static void run_lat(const struct opts *o, const struct hello *ask, struct result
 			t[i] /= 2;
 		sum += t[i];
 	}
+	bd_print(BD_C_SEND, BD_C_RECV);
 	qsort(t, o->iters, sizeof(*t), cmp_u64);
 	r->avg_us = (double)sum / o->iters / 1e3;
 	r->p50_us = (double)t[o->iters / 2] / 1e3;
@@ -401,7 +522,10 @@ static void usage(void)
 		"  --ord N                Reads in flight, the MPA ORD asked for (default 16;\n"
 		"                         perftest's ib_read_bw asks for 128)\n"
 		"  --warmup N             latency: round trips before the measured ones (default\n"
-		"                         4 MiB's worth, 3000 at most: the first fault in memory)\n");
+		"                         4 MiB's worth, 3000 at most: the first fault in memory)\n"
+		"  --breakdown            Write ping-pong between two processes (give it to both):\n"
+		"                         medians of where a round trip's time goes, by when the\n"
+		"                         port sent and received frames with payload\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -413,7 +537,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "iters", required_argument, NULL, 'n' }, { "csv", no_argument, NULL, 'C' },
 		{ "link-wait", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
 		{ "ord", required_argument, NULL, 'O' }, { "warmup", required_argument, NULL, 'W' },
-		{ NULL, 0, NULL, 0 },
+		{ "breakdown", no_argument, NULL, 'B' }, { NULL, 0, NULL, 0 },
 	};
 	int opt;
 
@@ -433,6 +557,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'w': o->link_wait_ms = (unsigned)atoi(optarg); break;
 		case 'O': o->ord = (unsigned)atoi(optarg); break;
 		case 'W': o->warmup = (unsigned)atoi(optarg); o->warmup_set = true; break;
+		case 'B': o->breakdown = true; break;
 		default: usage(); return -1;
 		}
 	}
@@ -523,6 +648,13 @@ int main(int argc, char **argv)
 		stats_stack = &a;
 		signal(SIGINT, on_stop_signal);
 		signal(SIGTERM, on_stop_signal);
+	}
+	if (o.breakdown) {
+		if (o.m.pair || a.nengines > 1) {
+			fprintf(stderr, "--breakdown: two processes of one engine each\n");
+			return 2;
+		}
+		bd_attach(&a.port, 1u << 20);
 	}
 	uint16_t port = o.m.pair ? 18515 : o.m.listen_port ? o.m.listen_port : o.m.connect_port;
 
