@@ -72,6 +72,30 @@ for op in write read; do
     echo "ok: memif zero-copy client, $op (nothing lent): $(grep ',1048576,' <<<"$out")"
   fi
 done
+# --breakdown on both sides of an 8 B Write ping-pong over memif: the client splits the
+# measured round trips in three, the server (stopped after it) its part in three; nearly
+# every round trip is counted (a retransmitted frame would move a mark) and no part's
+# median is longer than two of the one-way p99.
+sock="$tmp/bd.sock"
+UIWARP_STATS=0 "$perf" --set "port=net_memif0,role=server,socket=$sock,socket-abstract=no; ip=10.71.0.1/24; lcores=1; hugepages=off; memory=512" \
+  --listen 18516 --breakdown >"$tmp/srv.log" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+out=$(timeout 60 "$perf" --set "port=net_memif0,role=client,socket=$sock,socket-abstract=no; ip=10.71.0.2/24; lcores=0; hugepages=off; memory=512" \
+  --connect 10.71.0.1:18516 --op write --lat --size 8 --iters 2000 --warmup 500 --csv --breakdown 2>&1)
+rc=$?
+kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+p99=$(grep -oP '^RDMA Write,lat,8,2000,[^,]*,[^,]*,[^,]*,[^,]*,\K[0-9.]+' <<<"$out")
+clines=$(grep -cE '^breakdown: client: .*\((19[0-9][0-9]|2000)\)$' <<<"$out")
+slines=$(grep -c '^breakdown: server: .*([0-9]*)$' "$tmp/srv.log")
+longest=$(grep -h '^breakdown:' - "$tmp/srv.log" <<<"$out" | grep -oP 'p50 +\K[0-9.]+' | sort -g | tail -1)
+if [ $rc -ne 0 ] || [ "$clines" -ne 3 ] || [ "$slines" -ne 3 ] || [ -z "$p99" ] ||
+   awk -v a="${longest:-0}" -v b="$p99" 'BEGIN { exit !(a <= 0 || a > 2 * b) }'; then
+  echo "FAIL: --breakdown: rc $rc, $clines client and $slines server lines, longest part ${longest:-none} us, one-way p99 ${p99:-none} us"
+  grep breakdown <<<"$out"; grep breakdown "$tmp/srv.log"; fail=1
+else
+  echo "ok: --breakdown: $(grep -h '^breakdown:' - "$tmp/srv.log" <<<"$out" | sed 's/^breakdown: //; s/ *p50 */ /; s/ us,.*/ us/' | paste -sd';')"
+fi
 # virtio-user to vhost-user, where the NIC's part (the TCP checksum, and with tso=1 the
 # cutting into segments) is left to the PMD and MPA takes the CRC from the source pieces,
 # not from the mbuf it copies them into: every size must complete, CRC on, the peer
