@@ -151,6 +151,7 @@ struct uint_key {
 static const struct uint_key uint_keys[] = {
 	UINT_KEY("memory", memory_mb, 16, 65536),
 	UINT_KEY("mbufs", mbufs, 255, 1u << 22),
+	UINT_KEY("rx_buf_size", rx_buf_size, 0, 60000),
 	UINT_KEY("rx_desc", rx_desc, 64, 16384),
 	UINT_KEY("tx_desc", tx_desc, 64, 16384),
 	UINT_KEY("rx_burst", rx_burst, 1, 512),

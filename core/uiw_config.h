@@ -46,6 +46,8 @@ struct uiw_config {
 	bool mac_set;
 	uint8_t mac[6];
 	unsigned mbufs;                    /**< mbufs in the port's pool */
+	unsigned rx_buf_size;              /**< receive buffers of this many octets in a
+	                                    *   pool of their own (0: the port's pool) */
 	unsigned rx_desc;
 	unsigned tx_desc;
 	unsigned rx_burst;                 /**< budget: frames per RX burst */

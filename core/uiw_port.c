@@ -699,7 +699,7 @@ static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *in
 	txc.offloads = conf.txmode.offloads;
 	for (uint16_t q = 0; q < port->nqueues; q++) {
 		rc = rte_eth_rx_queue_setup(pid, q, nrx, (unsigned)rte_eth_dev_socket_id(pid), NULL,
-					    port->pool);
+					    uiw_port_rx_pool(port));
 		if (rc != 0) {
 			UIW_ERR("port %s: RX queue %u setup failed: %s (key 'mbufs' may be too small)",
 				port->name, q, strerror(-rc));
@@ -863,6 +863,30 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		return -1;
 	}
 	port->own_pool = true;
+	/* Receive buffers of their own size (key rx_buf_size). Over vhost-user, a virtio-user
+	 * side with large receive took each 64 KiB frame in 33 buffers of 2 KiB, and the
+	 * vhost-user side's copy into them bounded Reads: 4 KiB buffers moved 36-37 Gb/s
+	 * against 32-33, Writes and Sends level (docs/BENCHMARKS.md). As many as the pool. */
+	if (cfg->rx_buf_size > 0) {
+		if (cfg->rx_buf_size + RTE_PKTMBUF_HEADROOM < room) {
+			UIW_ERR("port %s: key 'rx_buf_size' is %u, less than the port's buffers "
+				"(%u octets for MTU %u): leave it 0 or raise it", port->name,
+				cfg->rx_buf_size, room - RTE_PKTMBUF_HEADROOM, cfg->mtu);
+			goto fail;
+		}
+		snprintf(pool_name, sizeof(pool_name), "uiw_rx_%u", port_id);
+		port->rx_pool = rte_pktmbuf_pool_create(pool_name, cfg->mbufs, 256, 0,
+							(uint16_t)(cfg->rx_buf_size + RTE_PKTMBUF_HEADROOM),
+							rte_eth_dev_socket_id(port_id));
+		if (port->rx_pool == NULL) {
+			UIW_ERR("port %s: cannot create a pool of %u receive buffers of %u octets: "
+				"%s (raise key 'memory')", port->name, cfg->mbufs, cfg->rx_buf_size,
+				rte_strerror(rte_errno));
+			goto fail;
+		}
+		UIW_INFO("port %s: receives into %u buffers of %u octets of their own (key "
+			 "rx_buf_size)", port->name, cfg->mbufs, cfg->rx_buf_size);
+	}
 	if (setup_queues(port, &info, cfg) != 0)
 		goto fail;
 	/* With TSO, FPDUs side by side in buffers of 64 KiB (MPA's fpdu_slab()), so that a
@@ -895,7 +919,8 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	if (port->nqueues > 1 && !port_pairs_queues(info.driver_name))
 		rss_learn(port, &info);
 	memif_zc = memif_lends(&info);
-	if (memif_zc && !pool_in_first_list(port->pool)) {
+	if (memif_zc && (!pool_in_first_list(port->pool) ||
+			 (port->rx_pool != NULL && !pool_in_first_list(port->rx_pool)))) {
 		/* Its frames would name other memory than their own. */
 		UIW_ERR("port %s: memif zero-copy client, but the mbuf pool lies outside the EAL's "
 			"first memory list, which memif names frames by (run without hugepages, "
@@ -951,6 +976,8 @@ fail:
 	rte_eth_dev_close(port_id);
 	rte_mempool_free(port->pool);
 	port->pool = NULL;
+	rte_mempool_free(port->rx_pool);
+	port->rx_pool = NULL;
 	rte_mempool_free(port->slabs);
 	port->slabs = NULL;
 	return -1;
@@ -1089,6 +1116,7 @@ void uiw_port_close(struct uiw_port *port)
 	port->tx_n = 0;
 	if (port->shared) {
 		port->pool = NULL;
+		port->rx_pool = NULL;
 		port->slabs = NULL;
 		return;
 	}
@@ -1104,9 +1132,12 @@ void uiw_port_close(struct uiw_port *port)
 		if (port->is_vdev)
 			rte_vdev_uninit(name);
 	}
-	if (port->own_pool)
+	if (port->own_pool) {
 		rte_mempool_free(port->pool);
+		rte_mempool_free(port->rx_pool);
+	}
 	port->pool = NULL;
+	port->rx_pool = NULL;
 	rte_mempool_free(port->slabs);   /* after the device: its frames are all freed */
 	port->slabs = NULL;
 	free((void *)port->rss);

@@ -72,6 +72,8 @@ struct uiw_port {
 	uint16_t mtu;                 /**< IP MTU in use */
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;     /**< frames built by the stack come from here */
+	struct rte_mempool *rx_pool;  /**< the PMD receives into this one (key rx_buf_size;
+	                               *   NULL: into pool) */
 	bool own_pool;                /**< pool freed by uiw_port_close() */
 	bool is_vdev;                 /**< removed by uiw_port_close() */
 	uint64_t tx_offloads;         /**< RTE_ETH_TX_OFFLOAD_* enabled on the port */
@@ -200,6 +202,12 @@ void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
 			uiw_burst_fn tx_burst, void *user);
 
 /** Receives up to @p n frames (the caller owns them). */
+/** The pool the PMD receives into. */
+static inline struct rte_mempool *uiw_port_rx_pool(const struct uiw_port *port)
+{
+	return port->rx_pool != NULL ? port->rx_pool : port->pool;
+}
+
 static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got = port->rx_burst(port, pkts, n);

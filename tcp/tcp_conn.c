@@ -81,6 +81,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 		.size = sizeof(struct rte_mbuf *),
 		.align = __alignof__(struct rte_mbuf *),
 	};
+	const struct rte_mempool *rxp;
 	int bit;
 
 	if (t == NULL)
@@ -129,8 +130,10 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 			t->tx_share_max = u32_max(TCP_TX_SHARE_BYTES / room, TCP_TX_SHARE_MIN);
 	}
 	sq_limits(t, 1);
-	t->rx_mbufs_soft = t->port->pool != NULL ? t->port->pool->size / 4 : UINT32_MAX;
-	t->rx_mbufs_hard = t->port->pool != NULL ? t->port->pool->size / 2 : UINT32_MAX;
+	/* Of the pool the PMD receives into. */
+	rxp = uiw_port_rx_pool(t->port);
+	t->rx_mbufs_soft = rxp != NULL ? rxp->size / 4 : UINT32_MAX;
+	t->rx_mbufs_hard = rxp != NULL ? rxp->size / 2 : UINT32_MAX;
 	uiw_tcp_tx_share_set(t);
 	bit = rte_mbuf_dynflag_register(&record_flag);
 	t->record_flag = bit >= 0 ? 1ull << bit : 0;

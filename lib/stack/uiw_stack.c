@@ -248,6 +248,9 @@ void uiw_stack_print_gauges(FILE *f, const struct uiw_stack *s)
 
 	if (mp != NULL)
 		fprintf(f, "mbufs.in_use %u\nmbufs.total %u\n", rte_mempool_in_use_count(mp), mp->size);
+	if (s->port.rx_pool != NULL)
+		fprintf(f, "rx_mbufs.in_use %u\nrx_mbufs.total %u\n",
+			rte_mempool_in_use_count(s->port.rx_pool), s->port.rx_pool->size);
 	for (unsigned i = 0; i < s->nengines; i++) {
 		const struct uiw_stack *e = i == 0 ? s : s->more[i - 1];
 

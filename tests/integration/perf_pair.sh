@@ -106,12 +106,14 @@ fi
 # vhost side hands its guest frames of many segments whole (tso-to-guest) while the guest
 # asked for large receive (lro=1, the default): a Read's responses must then go so
 # (tcp.tx_tso_frames at the vhost side) and come in so (tcp.rx_large at the virtio-user
-# side); with lro=0 the guest takes none, and none may be sent to it.
-for tso in 0 1 lro0; do
+# side); with lro=0 the guest takes none, and none may be sent to it. Then tso=1 again with
+# rx_buf_size=4096 on both: each side receives into 4 KiB buffers of a pool of its own.
+for tso in 0 1 lro0 rxbuf; do
   for op in write send read "write --lat"; do
     sock="$tmp/v-${op// /}-$tso.sock"
     conf="tso=$tso"
     [ $tso = lro0 ] && conf="tso=1; lro=0"
+    [ $tso = rxbuf ] && conf="tso=1; rx_buf_size=4096"
     [ "$op" = "write --lat" ] || conf="$conf; tx_zero_copy=0"
     run_pair "$op" "$sock" "net_vhost0,iface=$sock,queues=1,tso=1" \
       "net_virtio_user0,path=$sock,queues=1" "$conf"
@@ -120,8 +122,11 @@ for tso in 0 1 lro0; do
     large=$(grep -oP 'tcp.rx_large\D*\K[0-9]+' <<<"$out" | head -1)
     if [ $rc -ne 0 ] || [ "$rows" -ne 13 ] ||
        { [ $tso != 0 ] && [ "$op" != read ] && [ "${frames:-0}" -eq 0 ]; } ||
-       { [ $tso = 1 ] && [ "$op" = read ] && { [ "${srv_frames:-0}" -eq 0 ] || [ "${large:-0}" -eq 0 ]; }; } ||
-       { [ $tso != 1 ] && [ "${srv_frames:-0}" -ne 0 ]; } ||
+       { { [ $tso = 1 ] || [ $tso = rxbuf ]; } && [ "$op" = read ] &&
+         { [ "${srv_frames:-0}" -eq 0 ] || [ "${large:-0}" -eq 0 ]; }; } ||
+       { [ $tso != 1 ] && [ $tso != rxbuf ] && [ "${srv_frames:-0}" -ne 0 ]; } ||
+       { [ $tso = rxbuf ] && ! { grep -q 'receives into 8191 buffers of 4096 octets' <<<"$out" &&
+                                 grep -q 'receives into 8191 buffers of 4096 octets' "$tmp/srv.log"; }; } ||
        { [ "$op" = "write --lat" ] && [ "${srv_lent:-0}" -eq 0 ]; }; then
       echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received"
       tail -5 <<<"$out"; fail=1
