@@ -92,7 +92,6 @@ static const char *const bd_names[BD__N] = {
 
 static struct {
 	bool on;
-	struct uiw_port *port;
 	uiw_burst_fn rx, tx;
 	uint64_t last_rx, last_tx, seen, posted;
 	uint64_t *v[BD__N];
@@ -135,7 +134,6 @@ static uint16_t bd_tx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 static void bd_attach(struct uiw_port *port, unsigned cap)
 {
 	bd.on = true;
-	bd.port = port;
 	bd.rx = port->rx_burst;
 	bd.tx = port->tx_burst;
 	port->rx_burst = bd_rx;

@@ -201,13 +201,13 @@ void uiw_port_init_test(struct uiw_port *port, struct rte_mempool *pool,
 			const struct rte_ether_addr *mac, uint16_t mtu, uiw_burst_fn rx_burst,
 			uiw_burst_fn tx_burst, void *user);
 
-/** Receives up to @p n frames (the caller owns them). */
 /** The pool the PMD receives into. */
 static inline struct rte_mempool *uiw_port_rx_pool(const struct uiw_port *port)
 {
 	return port->rx_pool != NULL ? port->rx_pool : port->pool;
 }
 
+/** Receives up to @p n frames (the caller owns them). */
 static inline uint16_t uiw_port_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got = port->rx_burst(port, pkts, n);
