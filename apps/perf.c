@@ -98,15 +98,20 @@ static struct {
 	unsigned n[BD__N], cap;
 } bd;
 
+/* A TCP/IPv4 frame (an IPv4 header without options) with payload. */
 static bool frame_has_payload(struct rte_mbuf *m)
 {
 	uint8_t buf[UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN + UIW_TCP_HDR_LEN];
 	const uint8_t *f = rte_pktmbuf_read(m, 0, sizeof(buf), buf);
-	const uint8_t *ip = f + UIW_ETH_HDR_LEN;
+	const struct uiw_ipv4_hdr *ih;
 
-	if (f == NULL || f[12] != 0x08 || f[13] != 0x00 || ip[9] != 6 || (ip[0] & 0xf) != 5)
+	if (f == NULL || uiw_eth_type((const struct uiw_eth_hdr *)f) != UIW_ETHERTYPE_IPV4)
 		return false;
-	return (unsigned)(ip[2] << 8 | ip[3]) > UIW_IPV4_HDR_LEN + (unsigned)(ip[32] >> 4) * 4;
+	ih = (const struct uiw_ipv4_hdr *)(f + UIW_ETH_HDR_LEN);
+	if (ih->proto != UIW_IPPROTO_TCP || uiw_ipv4_hdr_len(ih) != UIW_IPV4_HDR_LEN)
+		return false;
+	return uiw_ipv4_total_len(ih) >
+	       UIW_IPV4_HDR_LEN + uiw_tcp_hdr_len((const struct uiw_tcp_hdr *)(ih + 1));
 }
 
 static uint16_t bd_rx(struct uiw_port *port, struct rte_mbuf **pkts, uint16_t n)
