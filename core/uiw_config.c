@@ -49,6 +49,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->tso = 0;
 	cfg->tso_slabs = 64;
 	cfg->lro = 1;
+	cfg->rx_buf_size = UIW_RX_BUF_AUTO;
 	cfg->mpa_p2p = 0;
 	cfg->mpa_rtr = 2 | 4;
 	cfg->mpa_ird = 16;
@@ -151,7 +152,6 @@ struct uint_key {
 static const struct uint_key uint_keys[] = {
 	UINT_KEY("memory", memory_mb, 16, 65536),
 	UINT_KEY("mbufs", mbufs, 255, 1u << 22),
-	UINT_KEY("rx_buf_size", rx_buf_size, 0, 60000),
 	UINT_KEY("rx_desc", rx_desc, 64, 16384),
 	UINT_KEY("tx_desc", tx_desc, 64, 16384),
 	UINT_KEY("rx_burst", rx_burst, 1, 512),
@@ -234,6 +234,13 @@ int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
 			cfg->hugepages = UIW_HUGE_OFF;
 		else
 			return fail(err, errlen, key, "expects auto, on or off", value);
+	} else if (strcmp(key, "rx_buf_size") == 0) {
+		if (strcmp(value, "auto") == 0)
+			cfg->rx_buf_size = UIW_RX_BUF_AUTO;
+		else if (parse_uint(value, 0, 60000, &v) == 0)
+			cfg->rx_buf_size = (unsigned)v;
+		else
+			return fail(err, errlen, key, "expects auto or a number from 0 to 60000", value);
 	} else if (strcmp(key, "log") == 0) {
 		if (uiw_log_level_parse(value, &cfg->log_level) != 0)
 			return fail(err, errlen, key, "expects error, warn, info or debug", value);

@@ -29,6 +29,10 @@ enum uiw_hugepages {
 /** The most engines (queue pairs of one port) an instance runs. */
 #define UIW_MAX_ENGINES 16
 
+/** Key rx_buf_size left to the port: its own pool of 8 KiB buffers on vhost-user and
+ *  virtio-user ports that take frames of many segments (uiw_port.c), else none. */
+#define UIW_RX_BUF_AUTO UINT32_MAX
+
 struct uiw_config {
 	/* Process-wide: the EAL. */
 	char eal_args[UIW_CONFIG_STR_MAX]; /**< extra EAL arguments, space separated */
@@ -47,7 +51,8 @@ struct uiw_config {
 	uint8_t mac[6];
 	unsigned mbufs;                    /**< mbufs in the port's pool */
 	unsigned rx_buf_size;              /**< receive buffers of this many octets in a
-	                                    *   pool of their own (0: the port's pool) */
+	                                    *   pool of their own (0: the port's pool;
+	                                    *   UIW_RX_BUF_AUTO: uiw_port decides) */
 	unsigned rx_desc;
 	unsigned tx_desc;
 	unsigned rx_burst;                 /**< budget: frames per RX burst */

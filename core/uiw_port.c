@@ -618,6 +618,8 @@ static bool port_pairs_queues(const char *driver)
 /* The most TCP payload a TSO frame carries: the IPv4 total length is 16 bits, and 128
  * octets cover the largest headers. */
 #define PORT_TSO_MAX (UINT16_MAX - 128)
+/* Receive buffers of the pool key rx_buf_size=auto gives a port that takes large frames. */
+#define RX_BUF_AUTO_SIZE 8192u
 
 static int setup_queues(struct uiw_port *port, const struct rte_eth_dev_info *info,
 			const struct uiw_config *cfg)
@@ -865,27 +867,49 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	port->own_pool = true;
 	/* Receive buffers of their own size (key rx_buf_size). Over vhost-user, a virtio-user
 	 * side with large receive took each 64 KiB frame in 33 buffers of 2 KiB, and the
-	 * vhost-user side's copy into them bounded Reads: 4 KiB buffers moved 36-37 Gb/s
-	 * against 32-33, Writes and Sends level (docs/BENCHMARKS.md). As many as the pool. */
-	if (cfg->rx_buf_size > 0) {
-		if (cfg->rx_buf_size + RTE_PKTMBUF_HEADROOM < room) {
+	 * vhost-user side's copy into them bounded Reads: 4 KiB buffers moved 38-40 Gb/s
+	 * against 35-36, 8 KiB 40-42; on both sides Writes and Sends gained too (56-59
+	 * against 53-55, docs/BENCHMARKS.md). As many as the pool. Left to the port ("auto"):
+	 * 8 KiB where frames of many segments may come in, on a vhost-user port with tso=1
+	 * (from its guest) and a virtio-user port with tso=1 and lro=1 (from its vhost-user
+	 * side); memory for such a pool lacking, the port's own, with a warning. */
+	unsigned rx_buf = cfg->rx_buf_size;
+	bool rx_auto = rx_buf == UIW_RX_BUF_AUTO;
+
+	if (rx_auto) {
+		bool large_in = cfg->tso && (strcmp(info.driver_name, "net_vhost") == 0 ||
+					     (strcmp(info.driver_name, "net_virtio_user") == 0 &&
+					      cfg->lro));
+
+		rx_buf = large_in && RX_BUF_AUTO_SIZE + RTE_PKTMBUF_HEADROOM > room
+			 ? RX_BUF_AUTO_SIZE : 0;
+	}
+	if (rx_buf > 0) {
+		if (rx_buf + RTE_PKTMBUF_HEADROOM < room) {
 			UIW_ERR("port %s: key 'rx_buf_size' is %u, less than the port's buffers "
 				"(%u octets for MTU %u): leave it 0 or raise it", port->name,
-				cfg->rx_buf_size, room - RTE_PKTMBUF_HEADROOM, cfg->mtu);
+				rx_buf, room - RTE_PKTMBUF_HEADROOM, cfg->mtu);
 			goto fail;
 		}
 		snprintf(pool_name, sizeof(pool_name), "uiw_rx_%u", port_id);
 		port->rx_pool = rte_pktmbuf_pool_create(pool_name, cfg->mbufs, 256, 0,
-							(uint16_t)(cfg->rx_buf_size + RTE_PKTMBUF_HEADROOM),
+							(uint16_t)(rx_buf + RTE_PKTMBUF_HEADROOM),
 							rte_eth_dev_socket_id(port_id));
-		if (port->rx_pool == NULL) {
+		if (port->rx_pool == NULL && !rx_auto) {
 			UIW_ERR("port %s: cannot create a pool of %u receive buffers of %u octets: "
-				"%s (raise key 'memory')", port->name, cfg->mbufs, cfg->rx_buf_size,
+				"%s (raise key 'memory')", port->name, cfg->mbufs, rx_buf,
 				rte_strerror(rte_errno));
 			goto fail;
 		}
-		UIW_INFO("port %s: receives into %u buffers of %u octets of their own (key "
-			 "rx_buf_size)", port->name, cfg->mbufs, cfg->rx_buf_size);
+		if (port->rx_pool == NULL)
+			UIW_WARN("port %s: no pool of %u receive buffers of %u octets (%s): receives "
+				 "into the port's own buffers (raise key 'memory', or set key "
+				 "'rx_buf_size' to 0)", port->name, cfg->mbufs, rx_buf,
+				 rte_strerror(rte_errno));
+		else
+			UIW_INFO("port %s: receives into %u buffers of %u octets of their own (key "
+				 "rx_buf_size%s)", port->name, cfg->mbufs, rx_buf,
+				 rx_auto ? ", auto" : "");
 	}
 	if (setup_queues(port, &info, cfg) != 0)
 		goto fail;

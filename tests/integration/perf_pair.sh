@@ -106,29 +106,38 @@ fi
 # vhost side hands its guest frames of many segments whole (tso-to-guest) while the guest
 # asked for large receive (lro=1, the default): a Read's responses must then go so
 # (tcp.tx_tso_frames at the vhost side) and come in so (tcp.rx_large at the virtio-user
-# side); with lro=0 the guest takes none, and none may be sent to it. Then tso=1 again with
-# rx_buf_size=4096 on both: each side receives into 4 KiB buffers of a pool of its own.
-for tso in 0 1 lro0 rxbuf; do
+# side); with lro=0 the guest takes none, and none may be sent to it. Receive buffers
+# (rx_buf_size left to the port): with tso=1 each side receives into 8 KiB buffers of a
+# pool of its own, the virtio-user side only with lro=1 as well, and neither with tso=0;
+# the last round (tso=1; rx_buf_size=0) receives into the ports' own buffers, as before.
+rx_pool() {   # LOG: 1 if that side logged its own pool of 8 KiB receive buffers, else 0
+  grep -q 'receives into 8191 buffers of 8192 octets of their own (key rx_buf_size, auto)' \
+    <<<"$1" && echo 1 || echo 0
+}
+for tso in 0 1 lro0 rx0; do
   for op in write send read "write --lat"; do
     sock="$tmp/v-${op// /}-$tso.sock"
     conf="tso=$tso"
     [ $tso = lro0 ] && conf="tso=1; lro=0"
-    [ $tso = rxbuf ] && conf="tso=1; rx_buf_size=4096"
+    [ $tso = rx0 ] && conf="tso=1; rx_buf_size=0"
     [ "$op" = "write --lat" ] || conf="$conf; tx_zero_copy=0"
     run_pair "$op" "$sock" "net_vhost0,iface=$sock,queues=1,tso=1" \
       "net_virtio_user0,path=$sock,queues=1" "$conf"
     frames=$(grep -oP 'tx_tso_frames\D*\K[0-9]+' <<<"$out" | head -1)
     srv_frames=$(grep -oP 'tx_tso_frames\D*\K[0-9]+' "$tmp/srv.log" | head -1)
     large=$(grep -oP 'tcp.rx_large\D*\K[0-9]+' <<<"$out" | head -1)
+    want_srv_pool=0; want_cli_pool=0
+    { [ $tso = 1 ] || [ $tso = lro0 ]; } && want_srv_pool=1
+    [ $tso = 1 ] && want_cli_pool=1
     if [ $rc -ne 0 ] || [ "$rows" -ne 13 ] ||
        { [ $tso != 0 ] && [ "$op" != read ] && [ "${frames:-0}" -eq 0 ]; } ||
-       { { [ $tso = 1 ] || [ $tso = rxbuf ]; } && [ "$op" = read ] &&
+       { { [ $tso = 1 ] || [ $tso = rx0 ]; } && [ "$op" = read ] &&
          { [ "${srv_frames:-0}" -eq 0 ] || [ "${large:-0}" -eq 0 ]; }; } ||
-       { [ $tso != 1 ] && [ $tso != rxbuf ] && [ "${srv_frames:-0}" -ne 0 ]; } ||
-       { [ $tso = rxbuf ] && ! { grep -q 'receives into 8191 buffers of 4096 octets' <<<"$out" &&
-                                 grep -q 'receives into 8191 buffers of 4096 octets' "$tmp/srv.log"; }; } ||
+       { [ $tso != 1 ] && [ $tso != rx0 ] && [ "${srv_frames:-0}" -ne 0 ]; } ||
+       [ "$(rx_pool "$(cat "$tmp/srv.log")")" -ne "$want_srv_pool" ] ||
+       [ "$(rx_pool "$out")" -ne "$want_cli_pool" ] ||
        { [ "$op" = "write --lat" ] && [ "${srv_lent:-0}" -eq 0 ]; }; then
-      echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received"
+      echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received, pools of 8 KiB receive buffers (vhost side, virtio-user side) $(rx_pool "$(cat "$tmp/srv.log")") $(rx_pool "$out") where $want_srv_pool $want_cli_pool"
       tail -5 <<<"$out"; fail=1
     else
       echo "ok: virtio-user $op, tso=$tso (${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received): $(grep ',1048576,' <<<"$out")"

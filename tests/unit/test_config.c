@@ -51,6 +51,19 @@ START_TEST(full_text_parsed)
 }
 END_TEST
 
+/* rx_buf_size: left to the port unless set, a number, or given back to the port by "auto". */
+START_TEST(rx_buf_size_auto_or_number)
+{
+	ck_assert_uint_eq(cfg.rx_buf_size, UIW_RX_BUF_AUTO);
+	ck_assert_int_eq(uiw_config_parse_text(&cfg, "rx_buf_size = 4096", "t", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.rx_buf_size, 4096);
+	ck_assert_int_eq(uiw_config_parse_text(&cfg, "rx_buf_size = 0", "t", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.rx_buf_size, 0);
+	ck_assert_int_eq(uiw_config_parse_text(&cfg, "rx_buf_size = auto", "t", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.rx_buf_size, UIW_RX_BUF_AUTO);
+}
+END_TEST
+
 struct bad {
 	const char *text;
 	const char *must_contain;
@@ -71,6 +84,8 @@ static const struct bad bads[] = {
 	{ "log = loud", "key 'log'" },
 	{ "mbufs = 99999999999999999999", "key 'mbufs'" },
 	{ "rx_burst = 0", "key 'rx_burst'" },
+	{ "rx_buf_size = big", "key 'rx_buf_size'" },
+	{ "rx_buf_size = 60001", "key 'rx_buf_size'" },
 	{ "port = ", "key 'port'" },
 	{ "lcores = 0 1", "key 'lcores'" },
 	{ "just words", "expected key = value" },
@@ -291,6 +306,7 @@ static Suite *config_suite(void)
 	TCase *tc = tcase_with_leak_check("config", setup, NULL);
 
 	tcase_add_test(tc, full_text_parsed);
+	tcase_add_test(tc, rx_buf_size_auto_or_number);
 	tcase_add_test(tc, log_threshold_holds_for_direct_calls);
 	tcase_add_loop_test(tc, bad_entry_named_in_error, 0, (int)(sizeof(bads) / sizeof(bads[0])));
 	tcase_add_test(tc, validate_names_missing_keys);
