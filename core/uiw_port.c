@@ -915,11 +915,25 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 		goto fail;
 	/* With TSO, FPDUs side by side in buffers of 64 KiB (MPA's fpdu_slab()), so that a
 	 * frame of them is a header and a piece or two. Shared by the engines' queues (the
-	 * pool's ring takes puts and gets from any thread); none to be had: each FPDU alone. */
+	 * pool takes puts and gets from any thread); none to be had: each FPDU alone. Handed
+	 * out last in, first out (DPDK's "stack" mempool, where the EAL loaded it): from a
+	 * ring, in turn, the 64 slabs (4 MiB) went round past the core's L2, and the copy
+	 * into each next one waited for its lines; over vhost-user 64 KiB Writes moved 54-56
+	 * Gb/s so against 61-64, Reads 41-42 against 44-46 (docs/BENCHMARKS.md). */
 	if ((port->tso_max != 0 || port->tso_guest) && cfg->tso_slabs > 0) {
 		snprintf(pool_name, sizeof(pool_name), "uiw_slabs_%u", port_id);
-		port->slabs = rte_pktmbuf_pool_create(pool_name, cfg->tso_slabs, 0, 0, UINT16_MAX,
-						      rte_eth_dev_socket_id(port_id));
+		port->slabs = rte_pktmbuf_pool_create_by_ops(pool_name, cfg->tso_slabs, 0, 0,
+							     UINT16_MAX,
+							     rte_eth_dev_socket_id(port_id),
+							     "stack");
+		if (port->slabs == NULL)
+			port->slabs = rte_pktmbuf_pool_create(pool_name, cfg->tso_slabs, 0, 0,
+							      UINT16_MAX,
+							      rte_eth_dev_socket_id(port_id));
+		if (port->slabs != NULL)
+			UIW_INFO("port %s: %u slabs of 64 KiB for TSO frames, from DPDK's '%s' "
+				 "mempool", port->name, cfg->tso_slabs,
+				 rte_mempool_get_ops(port->slabs->ops_index)->name);
 		if (port->slabs == NULL)
 			UIW_WARN("port %s: no pool of %u slabs for TSO (%s): FPDUs built one by one "
 				 "(raise key 'memory')", port->name, cfg->tso_slabs,
