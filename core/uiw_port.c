@@ -868,8 +868,8 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	/* Receive buffers of their own size (key rx_buf_size). Over vhost-user, a virtio-user
 	 * side with large receive took each 64 KiB frame in 33 buffers of 2 KiB, and the
 	 * vhost-user side's copy into them bounded Reads: 4 KiB buffers moved 38-40 Gb/s
-	 * against 35-36, 8 KiB 40-42; on both sides Writes and Sends gained too (56-59
-	 * against 53-55, docs/BENCHMARKS.md). As many as the pool. Left to the port ("auto"):
+	 * against 35-36, 8 KiB 40-42; 8 KiB on both sides, Writes 53.5-55.2 against
+	 * 51.8-53.4 as well (docs/BENCHMARKS.md). As many as the pool. Left to the port ("auto"):
 	 * 8 KiB where frames of many segments may come in, on a vhost-user port with tso=1
 	 * (from its guest) and a virtio-user port with tso=1 and lro=1 (from its vhost-user
 	 * side); memory for such a pool lacking, the port's own, with a warning. */
@@ -918,8 +918,8 @@ int uiw_port_open_ethdev(struct uiw_port *port, uint16_t port_id, const struct u
 	 * pool takes puts and gets from any thread); none to be had: each FPDU alone. Handed
 	 * out last in, first out (DPDK's "stack" mempool, where the EAL loaded it): from a
 	 * ring, in turn, the 64 slabs (4 MiB) went round past the core's L2, and the copy
-	 * into each next one waited for its lines; over vhost-user 64 KiB Writes moved 54-56
-	 * Gb/s so against 61-64, Reads 41-42 against 44-46 (docs/BENCHMARKS.md). */
+	 * into each next one waited for its lines: over vhost-user 64 KiB Writes moved 54-56
+	 * Gb/s, against 61-64 from a stack, and Reads 41-42 against 44-46 (docs/BENCHMARKS.md). */
 	if ((port->tso_max != 0 || port->tso_guest) && cfg->tso_slabs > 0) {
 		snprintf(pool_name, sizeof(pool_name), "uiw_slabs_%u", port_id);
 		port->slabs = rte_pktmbuf_pool_create_by_ops(pool_name, cfg->tso_slabs, 0, 0,
