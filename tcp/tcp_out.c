@@ -1082,7 +1082,10 @@ void uiw_tcp_output(struct uiw_tcp_conn *c)
 			sent |= sack_recovery_output(c, &pipe);
 		sent |= output_new_data(c, pipe);
 		end = c->snd_una + c->sq.bytes;
-		if ((c->flags & (TF_FIN_QUEUED | TF_FIN_SENT)) == TF_FIN_QUEUED && c->snd_nxt == end &&
+		/* The FIN first, or again after the timer took SND.NXT back (its sequence
+		 * number is then SND.MAX - 1: nothing follows a FIN). */
+		if ((c->flags & TF_FIN_QUEUED) && c->snd_nxt == end &&
+		    (!(c->flags & TF_FIN_SENT) || c->snd_nxt + 1 == c->snd_max) &&
 		    uiw_tcp_send_segment(c, c->snd_nxt, 0, UIW_TCP_FIN) >= 0) {
 			uiw_tcp_sent_data(c, c->snd_nxt, 1);
 			c->snd_nxt++;

@@ -214,9 +214,10 @@ static void rexmt_expired(struct uiw_tcp_conn *c)
 	backoff(c);
 	uiw_tcp_stall_check(c);
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE; /* Karn */
+	/* Go back to SND.UNA. A FIN sent stays sent (TF_FIN_SENT): it holds the last sequence
+	 * number, and an ACK of SND.MAX acknowledges it even while the data before it are
+	 * still going again (uiw_tcp_output() sends it again in its turn). */
 	c->snd_nxt = c->snd_una;
-	if ((c->flags & TF_FIN_SENT) && c->snd_una != c->snd_max)
-		c->flags &= (uint16_t)~TF_FIN_SENT;
 	uiw_tcp_output(c);
 	if (c->t_rexmt == 0)
 		c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;

@@ -2357,6 +2357,73 @@ START_TEST(orderly_close_both_ways)
 }
 END_TEST
 
+/* A FIN sent after the data, then the retransmission timer: the data go again from
+ * SND.UNA, and the peer, which had it all and the FIN, acknowledges the FIN before our
+ * retransmissions reach it (its own FIN with it, or on its own). The FIN counts as sent
+ * (RFC 9293 §3.10.7.4: "if our FIN is now acknowledged"), so FIN-WAIT-1 moves on, and no
+ * second FIN goes out past the first: a peer that has closed would answer that with a
+ * RST, which reset a connection whose every octet had been delivered. */
+START_TEST(fin_acknowledged_while_retransmitting)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	uint8_t d[1000];
+	uint32_t fin_seq;
+
+	memset(d, 0x5a, sizeof(d));
+	ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy(d, sizeof(d)), 0), 0);
+	uiw_tcp_close(ev.accepted);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_ne(o.flags & UIW_TCP_FIN, 0);
+	fin_seq = o.seq + o.len;
+	ck_assert_uint_eq(fin_seq, syn.seq + 1 + sizeof(d));
+	ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_1);
+	/* No ACK: past the probe and the RTO, the first segment goes again. */
+	advance(400 * MS);
+	ck_assert_uint_ge(uiw_tcp_counters(T)[UIW_TCP_C_rto_expiries], 1);
+	fake_port_clear(&fx_port);
+	if (_i == 0) {   /* the peer's FIN acknowledges all of ours */
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = fin_seq + 1,
+				      .flags = UIW_TCP_FIN | UIW_TCP_ACK });
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_TIME_WAIT);
+		ck_assert_uint_eq(ev.peer_closed, 0); /* closed already: nothing more to say */
+	} else {         /* an ACK of all, then the peer's FIN */
+		if (_i == 2) { /* first of the data only: the FIN goes again, where it was */
+			inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = fin_seq, .flags = UIW_TCP_ACK });
+			ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_1);
+			fake_port_clear(&fx_port);
+			advance(1000 * MS);
+			ck_assert_uint_ge(fx_port.nsent, 1);
+			for (unsigned i = 0; i < fx_port.nsent; i++) {
+				sent(i, &o);
+				ck_assert_uint_eq(o.flags, UIW_TCP_FIN | UIW_TCP_ACK);
+				ck_assert_uint_eq(o.seq, fin_seq);
+				ck_assert_uint_eq(o.len, 0);
+			}
+			fake_port_clear(&fx_port);
+		}
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = fin_seq + 1, .flags = UIW_TCP_ACK });
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_FIN_WAIT_2);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = fin_seq + 1,
+				      .flags = UIW_TCP_FIN | UIW_TCP_ACK });
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_TIME_WAIT);
+	}
+	ck_assert_uint_eq(ev.closed, 1);
+	ck_assert_int_eq(ev.closed_err, 0);
+	advance(500 * MS);
+	/* Only ACKs of the peer's FIN went out, at our FIN's end. */
+	ck_assert_uint_ge(fx_port.nsent, 1);
+	for (unsigned i = 0; i < fx_port.nsent; i++) {
+		sent(i, &o);
+		ck_assert_uint_eq(o.flags, UIW_TCP_ACK);
+		ck_assert_uint_eq(o.seq, fin_seq + 1);
+		ck_assert_uint_eq(o.ack, PEER_ISN + 2);
+		ck_assert_uint_eq(o.len, 0);
+	}
+}
+END_TEST
+
 /* A process's exit: what the program left open is closed (FIN); once the FIN is
  * acknowledged nothing is owed; a connection whose peer never acknowledges is reset. */
 START_TEST(exit_closes_then_resets_what_is_still_owed)
@@ -2807,6 +2874,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_waits_for_a_full_port_queue);
 	tcase_add_test(tc, orderly_close_both_ways);
 	tcase_add_loop_test(tc, exit_closes_then_resets_what_is_still_owed, 0, 2);
+	tcase_add_loop_test(tc, fin_acknowledged_while_retransmitting, 0, 3);
 	tcase_add_test(tc, zero_window_probed_then_reopened);
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
