@@ -314,6 +314,28 @@ static void deliver(struct uiw_tcp_conn *c, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 }
 
+/*
+ * The handshake's RTT sample. Our SYN (or SYN-ACK) sent once is timed by the clock
+ * (tcp_time_syn()). One sent again is not (Karn: which of them does the answer answer?),
+ * unless the answer echoes the TSval of the one sent last (RFC 7323 §4.1): that one
+ * arrived, and the time since it was sent bounds the round trip. An echo of an earlier
+ * one (a peer that kept the TSval of our first SYN) times nothing. Without a sample the
+ * RTO stays at the initial one backed off, 2 s or more, for the connection's life if it
+ * never sends data: the receiving end of a stream then waits that long to send its FIN
+ * again, past a peer's short TIME-WAIT.
+ */
+static void handshake_rtt(struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (!(c->flags & TF_RTT_ACTIVE) &&
+	    (!(c->flags & TF_TS_OK) || !s->opt.has_ts || s->opt.tsecr != c->syn_tsval ||
+	     c->rtt_start == 0))
+		return;
+	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+	uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
+}
+
 /* SYN-SENT (RFC 9293 §3.10.7.3). */
 static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 {
@@ -356,10 +378,7 @@ static void in_syn_sent(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	c->t_rexmt = 0;
 	c->backoff = 0;
 	uiw_tcp_stall_check(c);
-	if (c->flags & TF_RTT_ACTIVE) {   /* a SYN sent once: its round trip is a sample */
-		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
-		uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
-	}
+	handshake_rtt(c, s); /* our SYN */
 	uiw_tcp_set_state(c, UIW_TCP_ESTABLISHED);
 	c->flags |= TF_ACK_NOW;
 	if (c->ops != NULL && c->ops->connected != NULL)
@@ -435,6 +454,7 @@ static bool sync_checks(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	if (c->state == UIW_TCP_SYN_RECEIVED && (s->flags & UIW_TCP_SYN) && s->seq == c->irs &&
 	    !(s->flags & UIW_TCP_ACK)) {
 		/* The peer did not hear our SYN-ACK: say it again. */
+		tcp_syn_again(c, t->now);
 		uiw_tcp_send_segment(c, c->iss, 0, UIW_TCP_SYN | UIW_TCP_ACK);
 		return false;
 	}
@@ -493,10 +513,7 @@ static bool establish(struct uiw_tcp_conn *c, struct tcp_seg *s)
 		uiw_tcp_send_rst_for(t, s);
 		return false;
 	}
-	if (c->flags & TF_RTT_ACTIVE) {   /* our SYN-ACK, sent once, acknowledged */
-		c->flags &= (uint16_t)~TF_RTT_ACTIVE;
-		uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));
-	}
+	handshake_rtt(c, s); /* our SYN-ACK */
 	uiw_tcp_set_state(c, UIW_TCP_ESTABLISHED);
 	c->snd_wnd = (uint32_t)s->wnd << c->snd_wscale;
 	c->max_sndwnd = c->snd_wnd;

@@ -212,6 +212,8 @@ struct uiw_tcp_conn {
 	/* RTT (RFC 6298), microseconds. */
 	uint32_t srtt_us, rttvar_us, rto_us;
 	uint32_t rtt_seq;
+	uint32_t syn_tsval;                /* TSval of our SYN (or SYN-ACK) sent last, when
+	                                    * sent again (tcp_syn_again()) */
 	uint64_t rtt_start;
 	bool probe_out;                    /* a tail loss probe awaits an ACK (RFC 8985 §7) */
 
@@ -390,6 +392,14 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 	c->flags |= TF_RTT_ACTIVE;
 	c->rtt_seq = c->iss;
 	c->rtt_start = now;
+}
+/* Our SYN (or SYN-ACK) sent again: not timed by the clock (Karn), but noted, so that an
+ * answer that echoes this one's TSval times it from now (handshake_rtt() in tcp_in.c). */
+static inline void tcp_syn_again(struct uiw_tcp_conn *c, uint64_t now)
+{
+	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+	c->rtt_start = now;
+	c->syn_tsval = uiw_tcp_ts_now(c->tcp);
 }
 /* The port's TX queue is full, or the pool empty: output resumes at the next pass. */
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);

@@ -175,7 +175,7 @@ static void rexmt_handshake(struct uiw_tcp_conn *c)
 		return;
 	}
 	backoff(c);
-	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
+	tcp_syn_again(c, t->now);
 	uiw_tcp_send_segment(c, c->iss, 0, synack ? (UIW_TCP_SYN | UIW_TCP_ACK) : UIW_TCP_SYN);
 	c->t_rexmt = t->now + (uint64_t)c->rto_us * 1000ull;
 }

@@ -1518,6 +1518,67 @@ START_TEST(syn_retried_with_backoff_then_timeout)
 }
 END_TEST
 
+/* A handshake whose SYN-ACK (passive, cases 0 and 2) or SYN (active, case 1) went twice
+ * cannot be timed from the first (Karn), but an answer echoing the TSval of the one sent
+ * last times it from then (RFC 7323 §4.1): the connection starts with a measured RTO, not
+ * the initial one backed off. The receiving end of a stream takes no other sample before
+ * its FIN, and a FIN that then waits 2 s to go again may meet a peer past its TIME-WAIT,
+ * which answers with a RST. An echo of the first one (case 2) times nothing. */
+START_TEST(retransmitted_handshake_timed_by_its_timestamp)
+{
+	struct uiw_tcp_conn *c;
+	struct out first, again;
+	uint8_t o[sizeof(syn_opts)];
+	uint32_t srtt, rttvar, rto, cwnd;
+	const struct out *echoed;
+
+	if (_i != 1) {
+		ck_assert_int_eq(uiw_tcp_listen(T, OUR_PORT, 8, &ops, NULL), 0);
+		inject(&(struct seg){ .seq = PEER_ISN, .flags = UIW_TCP_SYN, .opts = syn_opts,
+				      .optlen = sizeof(syn_opts) });
+	} else {
+		ck_assert_int_eq(uiw_tcp_connect(T, IP_PEER, PEER_PORT, &ops, NULL, now_ns, &c), 0);
+		uiw_port_flush(&fx_port.port);
+	}
+	ck_assert_uint_eq(fx_port.nsent, 1);
+	sent(0, &first);
+	for (unsigned ms = 0; ms < 1100 && fx_port.nsent < 2; ms++)
+		advance(1 * MS); /* lost: the initial RTO, then again */
+	ck_assert_uint_eq(fx_port.nsent, 2);
+	sent(1, &again);
+	ck_assert_uint_eq(again.flags, first.flags);
+	ck_assert_ptr_nonnull(opt(&again, 8));
+	ck_assert_mem_ne(opt(&again, 8) + 2, opt(&first, 8) + 2, 4);
+	echoed = _i == 2 ? &first : &again;
+	advance(3 * MS);
+	if (_i != 1) {
+		uint8_t ts_ack[12] = { 1, 1, 8, 10, 0, 0, 0, 101 };
+
+		memcpy(ts_ack + 8, opt(echoed, 8) + 2, 4);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = again.seq + 1, .flags = UIW_TCP_ACK,
+				      .opts = ts_ack, .optlen = sizeof(ts_ack) });
+		ck_assert_ptr_nonnull(ev.accepted);
+		c = ev.accepted;
+	} else {
+		memcpy(o, syn_opts, sizeof(o));
+		memcpy(o + 12, opt(echoed, 8) + 2, 4);
+		inject(&(struct seg){ .sport = PEER_PORT, .dport = c->lport, .seq = PEER_ISN,
+				      .ack = again.seq + 1, .flags = UIW_TCP_SYN | UIW_TCP_ACK,
+				      .opts = o, .optlen = sizeof(o) });
+		ck_assert_uint_eq(ev.connected, 1);
+	}
+	ck_assert_int_eq(uiw_tcp_state(c), UIW_TCP_ESTABLISHED);
+	uiw_tcp_conn_timing(c, &srtt, &rttvar, &rto, &cwnd);
+	if (_i == 2) {
+		ck_assert_uint_eq(srtt, 0);
+		ck_assert_uint_eq(rto, 2000 * 1000); /* the initial 1 s, backed off once */
+		return;
+	}
+	ck_assert_uint_eq(srtt, 3000); /* from the one sent last, by the clock */
+	ck_assert_uint_eq(rto, 200 * 1000); /* the minimum */
+}
+END_TEST
+
 START_TEST(records_never_share_a_segment)
 {
 	struct out syn = establish_passive(NULL, 0), o;
@@ -2861,6 +2922,7 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, probe_never_before_its_timeout);
 	tcase_add_test(tc, clock_behind_the_last_pass_does_not_go_back);
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
+	tcase_add_loop_test(tc, retransmitted_handshake_timed_by_its_timestamp, 0, 3);
 	tcase_add_test(tc, records_never_share_a_segment);
 	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
 	tcase_add_loop_test(tc, short_window_waits_for_the_whole_record, 0, 3);
