@@ -53,6 +53,7 @@
 	X(challenge_ack_limited, "challenge ACKs suppressed by the stack-wide limit")         \
 	X(challenge_ack_conn_limited, "challenge ACKs suppressed: the connection sent one < 0.5 s ago") \
 	X(rst_rx, "connections reset by the peer")                                           \
+	X(rst_after_fin, "RSTs ending a close whose data were all acknowledged (CLOSING, LAST-ACK): complete") \
 	X(rst_tx, "RSTs sent")                                                               \
 	X(ooo_segs, "out-of-order segments queued")                                          \
 	X(dup_segs, "segments entirely duplicate (answered with ACK)")                       \

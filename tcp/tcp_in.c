@@ -485,9 +485,19 @@ static bool sync_checks(struct uiw_tcp_conn *c, struct tcp_seg *s)
 			challenge_ack(c);
 			return false;
 		}
-		tcp_count(t, UIW_TCP_C_rst_rx);
 		if (c->flags & TF_PASSIVE)
 			c->flags |= TF_DETACHED;
+		/* RFC 9293 §3.10.7.4: in CLOSING and LAST-ACK a RST ends the connection, the
+		 * application having closed it. With all but our FIN acknowledged the peer had
+		 * every octet and its FIN was taken: a peer past its TIME-WAIT answers our FIN
+		 * sent again so. The close is complete; with data unacknowledged, a reset. */
+		if ((c->state == UIW_TCP_CLOSING || c->state == UIW_TCP_LAST_ACK) &&
+		    c->snd_una + 1 == c->snd_max) {
+			tcp_count(t, UIW_TCP_C_rst_after_fin);
+			uiw_tcp_conn_drop(c, 0);
+			return false;
+		}
+		tcp_count(t, UIW_TCP_C_rst_rx);
 		uiw_tcp_conn_drop(c, c->state == UIW_TCP_SYN_RECEIVED ? -ECONNREFUSED : -ECONNRESET);
 		return false;
 	}

@@ -2822,6 +2822,48 @@ START_TEST(window_bounded_by_the_ooo_queue)
 }
 END_TEST
 
+/* A RST after the application has closed, in LAST-ACK (cases 0, 1) or CLOSING (case 2):
+ * RFC 9293 §3.10.7.4 ends the connection. With every octet acknowledged and only our FIN
+ * outstanding (cases 0, 2) the peer has had all and closed, and a peer whose TIME-WAIT
+ * ended before our FIN came again answers it so: the close is complete (0). With data
+ * still unacknowledged (case 1) it is a reset. */
+START_TEST(rst_after_our_fin_ends_the_close)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	uint32_t our = syn.seq + 1;
+
+	if (_i == 1) {
+		ck_assert_int_eq(uiw_tcp_send(ev.accepted, frame_copy("unacked", 7), 0), 0);
+		our += 7;
+	}
+	if (_i != 2) {
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1,
+				      .flags = UIW_TCP_FIN | UIW_TCP_ACK });
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_CLOSE_WAIT);
+	}
+	uiw_tcp_close(ev.accepted);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_ne(o.flags & UIW_TCP_FIN, 0);
+	ck_assert_uint_eq(o.seq, our);
+	if (_i == 2) { /* the peer's FIN crosses ours */
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1,
+				      .flags = UIW_TCP_FIN | UIW_TCP_ACK });
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_CLOSING);
+	} else {
+		ck_assert_int_eq(uiw_tcp_state(ev.accepted), UIW_TCP_LAST_ACK);
+	}
+	ck_assert_uint_eq(ev.closed, 0);
+	inject(&(struct seg){ .seq = PEER_ISN + 2, .flags = UIW_TCP_RST });
+	ck_assert_uint_eq(uiw_tcp_conn_count(T), 0);
+	ck_assert_uint_eq(ev.closed, 1);
+	ck_assert_int_eq(ev.closed_err, _i == 1 ? -ECONNRESET : 0);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_rst_rx], _i == 1);
+	ck_assert_uint_eq(uiw_tcp_counters(T)[UIW_TCP_C_rst_after_fin], _i != 1);
+}
+END_TEST
+
 START_TEST(simultaneous_close_goes_through_closing)
 {
 	struct out syn = establish_passive(NULL, 0);
@@ -2946,6 +2988,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
 	tcase_add_test(tc, zero_window_probe_answered);
 	tcase_add_test(tc, simultaneous_close_goes_through_closing);
+	tcase_add_loop_test(tc, rst_after_our_fin_ends_the_close, 0, 3);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
 	tcase_add_test(tc, bad_checksum_dropped);
 	tcase_add_test(tc, backlog_bounds_half_open_connections);
