@@ -317,7 +317,8 @@ static void usage(void)
 		"  --exit-after N    server: stop after N connections closed\n"
 		"  --duration SEC    stop after SEC seconds (default 600)\n"
 		"  --link-wait MS    wait for the port's link (default 10000)\n"
-		"  --linger MS       keep polling MS after the work (TIME-WAIT), then report what\n"
+		"  --linger MS       keep polling after the work until nothing more is held than\n"
+		"                    at the start (TIME-WAIT over), at most MS, then report what\n"
 		"                    is still held: connections and mbufs\n"
 		"  --no-hash         skip SHA-256 (for throughput figures; hashes print as empty)\n"
 		"  --verbose\n");
@@ -493,19 +494,30 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (o.linger_ms > 0) {
-		uint64_t until = uiw_now_ns() + (uint64_t)o.linger_ms * UIW_NS_PER_MS;
+		uint64_t from = uiw_now_ns(), until = from + (uint64_t)o.linger_ms * UIW_NS_PER_MS;
+		uint64_t next_look = 0;
+		unsigned held_conns, held_mbufs;
 
-		while (!stop_requested && uiw_now_ns() < until) {
-			uiw_stack_poll(&a, uiw_now_ns());
+		/* Until the engines hold nothing more than at the start (TIME-WAIT over, every
+		 * close complete), or the time is up: what is held then is a leak. */
+		for (;;) {
+			uint64_t now = uiw_now_ns();
+
+			uiw_stack_poll(&a, now);
 			if (o.m.pair)
-				uiw_stack_poll(&b, uiw_now_ns());
+				uiw_stack_poll(&b, now);
+			if (now < next_look)
+				continue;
+			next_look = now + UIW_NS_PER_MS;
+			held_conns = uiw_tcp_conn_count(a.tcp) + (o.m.pair ? uiw_tcp_conn_count(b.tcp) : 0);
+			held_mbufs = rte_mempool_in_use_count(a.port.pool) +
+				     (o.m.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
+			if ((held_conns == 0 && held_mbufs <= mbufs_at_start) || stop_requested ||
+			    now >= until)
+				break;
 		}
-		unsigned held_conns = uiw_tcp_conn_count(a.tcp) + (o.m.pair ? uiw_tcp_conn_count(b.tcp) : 0);
-		unsigned held_mbufs = rte_mempool_in_use_count(a.port.pool) +
-				      (o.m.pair ? rte_mempool_in_use_count(b.port.pool) : 0);
-
-		printf("held after linger: %u connections, %u mbufs (%u at start)\n", held_conns,
-		       held_mbufs, mbufs_at_start);
+		printf("held after linger: %u connections, %u mbufs (%u at start), after %.1f s\n",
+		       held_conns, held_mbufs, mbufs_at_start, (double)(uiw_now_ns() - from) / 1e9);
 		leaked = held_conns != 0 || held_mbufs > mbufs_at_start;
 	}
 	print_rr(&client);
