@@ -303,7 +303,13 @@ uint32_t uiw_tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t
 /* The timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms to 1 s per tick). */
 uint32_t uiw_tcp_ts_now(const struct uiw_tcp *t)
 {
-	return (uint32_t)((t->now - t->epoch) / UIW_NS_PER_MS) + (uint32_t)t->isn_key[0];
+	return uiw_tcp_ts_at(t, t->now);
+}
+
+/* The TSval a segment sent at @p ns carried. */
+uint32_t uiw_tcp_ts_at(const struct uiw_tcp *t, uint64_t ns)
+{
+	return (uint32_t)((ns - t->epoch) / UIW_NS_PER_MS) + (uint32_t)t->isn_key[0];
 }
 
 /* A listener's half-open connections, oldest first: the one to evict is at the head. */

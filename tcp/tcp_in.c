@@ -329,8 +329,8 @@ static void handshake_rtt(struct uiw_tcp_conn *c, const struct tcp_seg *s)
 	struct uiw_tcp *t = c->tcp;
 
 	if (!(c->flags & TF_RTT_ACTIVE) &&
-	    (!(c->flags & TF_TS_OK) || !s->opt.has_ts || s->opt.tsecr != c->syn_tsval ||
-	     c->rtt_start == 0))
+	    (!(c->flags & TF_TS_OK) || !s->opt.has_ts || c->rtt_start == 0 ||
+	     s->opt.tsecr != uiw_tcp_ts_at(t, c->rtt_start)))
 		return;
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
 	uiw_tcp_rtt_sample(c, (uint32_t)((t->now - c->rtt_start) / 1000));

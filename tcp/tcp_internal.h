@@ -212,8 +212,6 @@ struct uiw_tcp_conn {
 	/* RTT (RFC 6298), microseconds. */
 	uint32_t srtt_us, rttvar_us, rto_us;
 	uint32_t rtt_seq;
-	uint32_t syn_tsval;                /* TSval of our SYN (or SYN-ACK) sent last, when
-	                                    * sent again (tcp_syn_again()) */
 	uint64_t rtt_start;
 	bool probe_out;                    /* a tail loss probe awaits an ACK (RFC 8985 §7) */
 
@@ -358,6 +356,7 @@ void uiw_tcp_set_state(struct uiw_tcp_conn *c, enum uiw_tcp_state s);
 uint32_t uiw_tcp_isn(struct uiw_tcp *t, uint32_t laddr, uint16_t lport, uint32_t raddr,
 		 uint16_t rport, uint64_t now);
 uint32_t uiw_tcp_ts_now(const struct uiw_tcp *t);
+uint32_t uiw_tcp_ts_at(const struct uiw_tcp *t, uint64_t ns);
 void uiw_tcp_send_synack_ts(struct uiw_tcp_conn *c, uint32_t tsval);
 uint32_t uiw_tcp_cookie_isn(struct uiw_tcp *t, const struct tcp_seg *syn, unsigned mss_idx);
 unsigned uiw_tcp_cookie_mss_idx(uint16_t peer_mss);
@@ -393,13 +392,13 @@ static inline void tcp_time_syn(struct uiw_tcp_conn *c, uint64_t now)
 	c->rtt_seq = c->iss;
 	c->rtt_start = now;
 }
-/* Our SYN (or SYN-ACK) sent again: not timed by the clock (Karn), but noted, so that an
- * answer that echoes this one's TSval times it from now (handshake_rtt() in tcp_in.c). */
+/* Our SYN (or SYN-ACK) sent again: not timed by the clock (Karn), but its time is kept,
+ * so that an answer that echoes this one's TSval (uiw_tcp_ts_at(rtt_start)) times it from
+ * then (handshake_rtt() in tcp_in.c). */
 static inline void tcp_syn_again(struct uiw_tcp_conn *c, uint64_t now)
 {
 	c->flags &= (uint16_t)~TF_RTT_ACTIVE;
 	c->rtt_start = now;
-	c->syn_tsval = uiw_tcp_ts_now(c->tcp);
 }
 /* The port's TX queue is full, or the pool empty: output resumes at the next pass. */
 void uiw_tcp_mark_blocked(struct uiw_tcp_conn *c);
