@@ -29,7 +29,7 @@ cport() { echo "net_memif0,role=client,socket=$tmp/m$1.sock,socket-abstract=no";
 wait_sock() { for _ in $(seq 100); do [ -S "$tmp/m$1.sock" ] && break; sleep 0.1; done; }
 
 # perftest N PROGRAM ARGS...: run N (its own memif socket), server and client on the
-# drop-in libraries; prints the figure (Gb/s, or "typical avg" in µs for a latency test)
+# drop-in libraries; prints the figure (Gb/s, or "typical avg p99" in µs for a latency test)
 # or "failed".
 perftest() {
 	local n=$1 spid row
@@ -46,8 +46,9 @@ perftest() {
 	if [ -z "$row" ]; then
 		echo failed
 	elif [[ "$1" == *lat ]]; then
-		# #bytes #iter t_min t_max t_typical t_avg ...: send_lat reports one way already.
-		awk '{print $5, $6}' <<<"$row"
+		# #bytes #iter t_min t_max t_typical t_avg t_stdev 99% 99.9%: send_lat reports one
+		# way already.
+		awk '{print $5, $6, $8}' <<<"$row"
 	else
 		awk '{print $4}' <<<"$row"
 	fi
@@ -70,7 +71,7 @@ own() {
 	if [ -z "$row" ]; then
 		echo failed
 	elif grep -q ',lat,' <<<"$row"; then
-		echo "$(cut -d, -f8 <<<"$row") $(cut -d, -f7 <<<"$row")"   # p50, avg
+		echo "$(cut -d, -f8 <<<"$row") $(cut -d, -f7 <<<"$row") $(cut -d, -f9 <<<"$row")"   # p50, avg, p99
 	else
 		cut -d, -f5 <<<"$row"
 	fi
@@ -91,9 +92,11 @@ compare() {
 		o+=("$(own $((n + 1)) $oa)")
 	done
 	if [ "$unit" = us ]; then
-		printf '%-34s perftest typical %s, avg %s us | uiwarp-perf p50 %s, avg %s us   [%s | %s]\n' \
+		printf '%-34s perftest typical %s, avg %s, p99 %s us | uiwarp-perf p50 %s, avg %s, p99 %s us   [%s | %s]\n' \
 			"$name" "$(printf '%s\n' "${p[@]}" | median_of 1)" "$(printf '%s\n' "${p[@]}" | median_of 2)" \
+			"$(printf '%s\n' "${p[@]}" | median_of 3)" \
 			"$(printf '%s\n' "${o[@]}" | median_of 1)" "$(printf '%s\n' "${o[@]}" | median_of 2)" \
+			"$(printf '%s\n' "${o[@]}" | median_of 3)" \
 			"$(printf '%s; ' "${p[@]}")" "$(printf '%s; ' "${o[@]}")"
 	else
 		local pm om
