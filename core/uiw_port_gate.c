@@ -5,9 +5,12 @@
 #include "uiw_port_gate.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rte_common.h>
@@ -70,6 +73,8 @@ static struct {
 	int fast;                /* atomic: closed for a long hold; slots may burst unlocked */
 	bool fast_ok;            /* membarrier registered */
 	unsigned nslots;         /* atomic: slots handed out */
+	unsigned links_touched;  /* links up when the shared buffers were last touched */
+	bool populate_off;       /* the kernel has no MADV_POPULATE_WRITE */
 	struct gate_slot slots[GATE_SLOTS];
 } gate = { .lock = RTE_SPINLOCK_INITIALIZER, .hold_fd = -1, .go_fd = -1 };
 
@@ -169,6 +174,7 @@ int uiw_port_gate_attach(uint16_t port_id)
 	}
 	if (rc == 0) {
 		gate.ports[gate.nports++] = port_id;
+		gate.links_touched = 0;   /* its buffers, once its link is up */
 		/* Its link is down: bursts step the gate each time again, so that the hold
 		 * ends on time and the interrupt thread can bring the link up. */
 		fast_off();
@@ -222,6 +228,7 @@ void uiw_port_gate_detach(uint16_t port_id)
 	for (unsigned i = 0; i < gate.nports; i++) {
 		if (gate.ports[i] == port_id) {
 			gate.ports[i] = gate.ports[--gate.nports];
+			gate.links_touched = 0;
 			last = gate.nports == 0;
 			break;
 		}
@@ -247,6 +254,70 @@ static unsigned links_up(bool *all)
 	}
 	*all = up == gate.nports;
 	return up;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
+
+/*
+ * memif's rings and buffers are a memfd both processes map (named memif_region_N), and
+ * each process met each page of it first in a burst: the PMD's copy into a slot, or the
+ * receive reading one. A link's 1,024 slots each way, two to a page, are some thousand
+ * pages, each first touch a page fault (10-15 us in this VM), and the first 40 ms of an
+ * 8 B ping-pong ran at 25-30 us a round trip against 2 (docs/BENCHMARKS.md). So once a
+ * link is up, with the interrupt thread held (it cannot unmap them meanwhile), every page
+ * of every such mapping of this process is entered in its page tables (MADV_POPULATE_WRITE)
+ * and then written once, by an atomic add of 0 to its first octet: the contents do not
+ * change, whatever the peer writes meanwhile. Entered alone, the pages still cost the
+ * first frames about as much here: under a hypervisor the first write to each page of a
+ * guest can trap as well. @return the octets so touched.
+ */
+static uint64_t touch_shared_buffers(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint64_t done = 0;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (f == NULL)
+		return 0;
+	if (page <= 0)
+		page = 4096;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		uintptr_t lo, hi;
+
+		if (strstr(line, "/memfd:memif_region_") == NULL ||
+		    sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) != 2 || hi <= lo ||
+		    strstr(line, " rw-s ") == NULL)
+			continue;
+		if (!gate.populate_off && madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0 &&
+		    errno == EINVAL)
+			gate.populate_off = true;   /* before Linux 5.14: the writes fault them in */
+		for (uintptr_t a = lo; a < hi; a += (uintptr_t)page)
+			__atomic_fetch_add((uint8_t *)a, 0, __ATOMIC_RELAXED);
+		done += hi - lo;
+	}
+	fclose(f);
+	return done;
+}
+
+/* With the thread held and @p up links up: their buffers touched if a link came up since
+ * the last time. The lock is held. */
+static void links_came_up(unsigned up)
+{
+	uint64_t n, t0;
+
+	if (up <= gate.links_touched) {
+		gate.links_touched = up;   /* a link that went down is touched again when up */
+		return;
+	}
+	gate.links_touched = up;
+	t0 = uiw_now_ns();
+	n = touch_shared_buffers();
+	if (n > 0)
+		UIW_INFO("port gate: memif's shared buffers touched ahead of the first frames "
+			 "(%" PRIu64 " KiB in %.1f ms)", n >> 10, (double)(uiw_now_ns() - t0) / 1e6);
 }
 
 /* One step; the lock is held. @return true if bursts may go ahead. */
@@ -285,11 +356,15 @@ static bool step(uint64_t now_ns)
 		if (!__atomic_load_n(&gate.held, __ATOMIC_ACQUIRE))
 			return false;
 		/* What the thread ran before it came in may have taken the links down. */
-		if (links_up(&all) == 0) {
+		unsigned up = links_up(&all);
+
+		if (up == 0) {
+			gate.links_touched = 0;
 			gate.state = GATE_OPENING;
 			signal_fd(gate.go_fd);
 			return false;
 		}
+		links_came_up(up);
 		gate.hold_ns = all ? UIW_GATE_HOLD_NS : UIW_GATE_SETUP_NS;
 		gate.state = GATE_CLOSED;
 		gate.since_ns = now_ns;
