@@ -5,7 +5,8 @@
 # uiwarp-perf's Write, Read, Send bandwidth and Send ping-pong. Reads run with 128 in flight
 # (perftest's default -o, uiwarp-perf --ord 128) and with 16. Rates on this kind of machine
 # drift from minute to minute, so each pair runs ROUNDS times, alternating, and the median
-# of each side is printed with every figure. Prints figures; asserts nothing.
+# of each side is printed with every figure, and the median of the rounds' own ratios.
+# Prints figures; asserts nothing.
 # perftest's clients run with CONNECT_DELAY_SO preloaded when given (tests/interop/
 # connect_delay.c; see tests/integration/dropin.sh): it delays set-up, not the measurement.
 # usage: dropin_bench.sh UIWARP_PERF DROPIN_LIB [CONNECT_DELAY_SO [ITERATIONS [ROUNDS]]]
@@ -99,12 +100,20 @@ compare() {
 			"$(printf '%s\n' "${o[@]}" | median_of 3)" \
 			"$(printf '%s; ' "${p[@]}")" "$(printf '%s; ' "${o[@]}")"
 	else
-		local pm om
+		local pm om paired
 		pm=$(printf '%s\n' "${p[@]}" | median)
 		om=$(printf '%s\n' "${o[@]}" | median)
-		printf '%-34s perftest %s | uiwarp-perf %s Gb/s | drop-in cost %s   [%s| %s]\n' "$name" \
-			"$pm" "$om" "$(awk -v p="$pm" -v o="$om" 'BEGIN { if (p + 0 > 0 && o + 0 > 0)
+		# Each round's two runs follow each other, so they share the host's state of the
+		# moment: the median of the rounds' own ratios, beside the ratio of the medians,
+		# which a state change between rounds moves (docs/BENCHMARKS.md).
+		paired=$(for ((i = 0; i < rounds; i++)); do
+			awk -v p="${p[i]}" -v o="${o[i]}" 'BEGIN { if (p + 0 > 0 && o + 0 > 0)
+				printf "%.4f\n", (p / o - 1) * 100; else print "failed" }'
+		done | median)
+		printf '%-34s perftest %s | uiwarp-perf %s Gb/s | drop-in cost %s, round by round %s   [%s| %s]\n' \
+			"$name" "$pm" "$om" "$(awk -v p="$pm" -v o="$om" 'BEGIN { if (p + 0 > 0 && o + 0 > 0)
 				printf "%+.1f%%", (p / o - 1) * 100; else print "n/a" }')" \
+			"$(awk -v c="$paired" 'BEGIN { if (c == "failed") print "n/a"; else printf "%+.1f%%", c }')" \
 			"$(printf '%s ' "${p[@]}")" "$(printf '%s ' "${o[@]}")"
 	fi
 }
