@@ -213,7 +213,11 @@ struct rte_mbuf *uiw_mpa_rx_reply(struct uiw_mpa_conn *c, struct rte_mbuf *m)
 	c->info.ext = c->p.ext & rep.ext;
 	c->deadline = 0;   /* the Reply came: the connect timer is done */
 	uiw_mpa_start_full(c);
-	if (c->p.first_delay_us > 0)
+	/* The delay is for siw, which may not read the stream until after its Reply
+	 * (docs/MPA.md). A Reply with uiwarp's extension trailer came from uiwarp, which takes
+	 * FPDUs from the moment it has sent it (RFC 5044 §7.1.2 asks no more): its first FPDUs
+	 * go at once, 10 ms sooner. */
+	if (c->p.first_delay_us > 0 && c->info.ext == 0)
 		c->release_at = mpa_due(c, uiw_now_ns() + (uint64_t)c->p.first_delay_us * 1000u);
 	if (c->info.p2p && send_rtr(c) != 0) {
 		uiw_mpa_fail(c, -ENOMEM, "cannot send the RTR");

@@ -930,6 +930,39 @@ START_TEST(initiator_delays_first_fpdus)
 }
 END_TEST
 
+/* A responder whose Reply carries uiwarp's extension trailer is uiwarp, not siw: the
+ * initiator's first FPDU goes at once, though the delay is a second. _i 1: the responder
+ * announces nothing (as siw): held for the delay. */
+START_TEST(no_first_fpdu_delay_toward_uiwarp)
+{
+	struct uiw_mpa_params ip, lp;
+	uint32_t sizes[] = { 9 }, want[2] = { 0, 9 };
+	bool siw_like = _i != 0;
+
+	params(&ip);
+	params(&lp);
+	ip.ext = UIW_MPA_EXT_RFC7306;
+	lp.ext = siw_like ? 0 : UIW_MPA_EXT_RFC7306;
+	ip.first_delay_us = 1000000;
+	rsp.accept_p = lp;
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert(ini.established && rsp.established);
+	ck_assert_uint_eq(ini.info.ext, siw_like ? 0 : UIW_MPA_EXT_RFC7306);
+	send_sizes(&ini, sizes, 1);
+	if (siw_like) {
+		pair_run_for(100);
+		ck_assert_uint_eq(rsp.rx_len, 0);
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_fpdu_held), 1);
+	} else {
+		ck_assert(pair_run_until(got_octets, want, 100));
+		ck_assert_uint_eq(ctr(&pair_a, UIW_MPA_C_fpdu_held), 0);
+		check_received(&rsp, sizes, 1);
+	}
+}
+END_TEST
+
 START_TEST(bad_requests_answered)
 {
 	static const uint8_t zeros[300];
@@ -1364,6 +1397,7 @@ int main(void)
 	tcase_add_test(tc, ird_ord_advertised_as_served);
 	tcase_add_test(tc, initiator_takes_fpdu_behind_reply);
 	tcase_add_loop_test(tc, initiator_delays_first_fpdus, 0, 2);
+	tcase_add_loop_test(tc, no_first_fpdu_delay_toward_uiwarp, 0, 2);
 	tcase_add_loop_test(tc, bad_requests_answered, 0, 5);
 	tcase_add_loop_test(tc, bad_replies_terminated, 0, 4);
 	tcase_add_loop_test(tc, timeouts, 0, 5);
