@@ -930,6 +930,17 @@ START_TEST(initiator_delays_first_fpdus)
 }
 END_TEST
 
+/* The initiator (@p ip) connects to a listener (@p lp; rsp.accept_p is what it accepts
+ * with): both established. */
+static void connect_established(const struct uiw_mpa_params *ip, const struct uiw_mpa_params *lp)
+{
+	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, lp, &ep_ops, &rsp), 0);
+	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, ip, &ep_ops, &ini,
+					 uiw_now_ns(), &ini.c), 0);
+	ck_assert(pair_run_until(both_settled, NULL, 3000));
+	ck_assert(ini.established && rsp.established);
+}
+
 /* A responder whose Reply carries uiwarp's extension trailer is uiwarp, not siw: the
  * initiator's first FPDU goes at once, though the delay is a second. _i 1: the responder
  * announces nothing (as siw): held for the delay. */
@@ -945,10 +956,7 @@ START_TEST(no_first_fpdu_delay_toward_uiwarp)
 	lp.ext = siw_like ? 0 : UIW_MPA_EXT_RFC7306;
 	ip.first_delay_us = 1000000;
 	rsp.accept_p = lp;
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
-	ck_assert(pair_run_until(both_settled, NULL, 3000));
-	ck_assert(ini.established && rsp.established);
+	connect_established(&ip, &lp);
 	ck_assert_uint_eq(ini.info.ext, siw_like ? 0 : UIW_MPA_EXT_RFC7306);
 	send_sizes(&ini, sizes, 1);
 	if (siw_like) {
@@ -1311,10 +1319,7 @@ START_TEST(extension_used_only_when_both_announce)
 	rsp.accept_p = lp;
 	rsp.accept_p.pd = rpd;
 	rsp.accept_p.pd_len = sizeof(rpd);
-	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 16, &lp, &ep_ops, &rsp), 0);
-	ck_assert_int_eq(uiw_mpa_connect(pair_a.st.mpa, PAIR_IP_B, PORT, &ip, &ep_ops, &ini, uiw_now_ns(), &ini.c), 0);
-	ck_assert(pair_run_until(both_settled, NULL, 3000));
-	ck_assert(ini.established && rsp.established);
+	connect_established(&ip, &lp);
 	ck_assert_uint_eq(ini.info.ext, want);
 	ck_assert_uint_eq(rsp.info.ext, want);
 	ck_assert_int_eq(rsp.peer_pd_len, sizeof(pd));
