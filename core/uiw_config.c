@@ -59,6 +59,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->send_imm = 1;
 	cfg->recv_wait_ms = 1000;
 	cfg->cq_spin_us = 20;
+	cfg->progress_nice = 20;
 	cfg->mpa_reply_timeout_ms = 10000;
 	cfg->mpa_request_timeout_ms = 5000;
 	cfg->mpa_initiator_delay_us = 10000;
@@ -189,6 +190,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("send_imm", send_imm, 0, 1),
 	UINT_KEY("recv_wait_ms", recv_wait_ms, 0, 600000),
 	UINT_KEY("cq_spin_us", cq_spin_us, 0, 1000000),
+	UINT_KEY("progress_nice", progress_nice, 0, 20),
 	UINT_KEY("tx_zero_copy", tx_zero_copy, 0, 2),
 	UINT_KEY("memif_zero_copy", memif_zero_copy, 0, 1),
 	UINT_KEY("tso", tso, 0, 1),

@@ -99,6 +99,8 @@ struct uiw_config {
 	                                    *   long for one (0: Terminated at once) */
 	unsigned cq_spin_us;               /**< ibv_get_cq_event(): run the stack this long for
 	                                    *   the event before sleeping (0: sleep at once) */
+	unsigned progress_nice;            /**< the drop-in's progress thread runs at nice
+	                                    *   -N where permitted (0: as the program's) */
 	unsigned tso;                      /**< TCP segmentation offload where the port has it */
 	unsigned tso_slabs;                /**< with TSO: 64 KiB buffers FPDUs are built in */
 	unsigned lro;                      /**< large receive (LRO, GSO frames) where the port has it */

@@ -27,6 +27,7 @@ bool uiw_threaded;
 bool uiw_progress_thread;
 pthread_mutex_t uiw_big_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 uint64_t uiw_inline_progress_ns;
+int uiw_inline_clock;
 unsigned uiw_api_waiting;
 UIW_TLS unsigned uiw_api_depth;
 UIW_TLS unsigned uiw_api_engines;
@@ -508,6 +509,21 @@ void uiw_verbs_stop_engine_threads(void)
 	}
 }
 
+/* The calling thread polls: the mark, and (when the polling thread changes) its CPU
+ * clock, by which the progress thread tells one that waits on memory (on its core, not
+ * calling) from one that lost its core. The lock is held: one writer. */
+static void mark_program(uint64_t now)
+{
+	__atomic_store_n(&uiw_inline_progress_ns, now, __ATOMIC_RELAXED);
+	if (uiw_last_inline != &uiw_api_self) {
+		clockid_t cid;
+
+		uiw_last_inline = &uiw_api_self;
+		if (pthread_getcpuclockid(pthread_self(), &cid) == 0)
+			__atomic_store_n(&uiw_inline_clock, (int)cid, __ATOMIC_RELAXED);
+	}
+}
+
 void uiw_inline_pass(void)
 {
 	/* One clock read for the mark and the pass: a read costs as much as an empty pass's
@@ -516,12 +532,15 @@ void uiw_inline_pass(void)
 	 * that. */
 	uint64_t now = uiw_now_ns();
 
-	if (uiw_threaded) {
-		__atomic_store_n(&uiw_inline_progress_ns, now, __ATOMIC_RELAXED);
-		if (uiw_last_inline != &uiw_api_self)
-			uiw_last_inline = &uiw_api_self;   /* the lock is held: one writer */
-	}
+	if (uiw_threaded)
+		mark_program(now);
 	progress_from(now);
+}
+
+void uiw_inline_mark(void)
+{
+	if (uiw_threaded)
+		mark_program(uiw_now_ns());
 }
 
 void uiw_verbs_progress(void)
@@ -1283,6 +1302,8 @@ static int op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		return -1;
 	if (!uiw_cq_pending(&c->core))
 		uiw_inline_pass();   /* one bounded pass: the caller's poll drives the engine */
+	else
+		uiw_inline_mark();   /* no pass, but the program polls all the same */
 	/* Taken a batch at a time: one lock a batch. */
 	while (k < n) {
 		struct uiw_wc ws[16];

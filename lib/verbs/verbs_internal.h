@@ -26,6 +26,8 @@ extern bool uiw_threaded;
 extern bool uiw_progress_thread;               /* the drop-in's: blocking waits sleep */
 extern pthread_mutex_t uiw_big_lock;           /* recursive */
 extern uint64_t uiw_inline_progress_ns;        /* the program's own last pass */
+extern int uiw_inline_clock;                   /* its thread's CPU clock (a clockid_t; a
+                                                * thread's is never 0, CLOCK_REALTIME), or 0 */
 extern unsigned uiw_api_waiting;               /* program threads waiting for the lock */
 
 /* Thread-local, in the initial-exec model: the drop-in is a shared library, and the
@@ -200,6 +202,8 @@ unsigned uiw_verbs_progress_locked(void);
 /* A pass made for the program (poll_cq, a non-blocking wait): the progress thread then
  * keeps out of its way for a while. */
 void uiw_inline_pass(void);
+/* The program's mark without a pass (a poll that found completions waiting). */
+void uiw_inline_mark(void);
 /*
  * The queue a blocking call waits on is empty (called with the lock held). Non-blocking or
  * single-threaded: one pass. Threaded and blocking: the progress thread runs while this

@@ -215,8 +215,7 @@ perftest_set() {
 		for prog in ib_send_bw ib_write_bw ib_read_bw; do
 			perf "$link" "$prog" "$size" -n 200
 		done
-		# ib_write_lat waits on memory, so the stack runs on its progress thread: with two
-		# cores and four busy threads each round trip waits for a scheduler tick.
+		# ib_write_lat waits on memory, so the stack runs on its progress thread (below).
 		for prog in ib_send_lat ib_read_lat; do
 			perf "$link" "$prog" "$size" -n 200
 		done
@@ -257,6 +256,42 @@ pair memif ucmatose "test complete" ucmatose -b 10.70.0.1 -- ucmatose -s 10.70.0
 # and the CM's event delivery at scale.
 pair memif ucmatose_1000 "test complete" ucmatose -b 10.70.0.1 -c 1000 -- ucmatose -s 10.70.0.1 -c 1000
 perftest_set memif "2 4096 1048576"
+
+# ib_write_lat waits on memory: one call a round trip (a post and a poll), then a spin on
+# the buffer the peer's Write fills. The progress thread must see by the program thread's
+# CPU clock that it runs without calling, serve it (progress.waiter_passes) and raise its
+# own priority for it (progress.boosts); with progress_nice=0 it serves it without; with
+# no CAP_SYS_NICE (a bounding set without it) the raise is refused, said once, and the run
+# completes all the same.
+# waiter_check NAME LEAST_BOOSTS MOST_BOOSTS: the client's counters of the last pair.
+waiter_check() {
+	local passes boosts
+	passes=$(awk '$1 == "progress.waiter_passes" { print $2 }' "$tmp/client.log")
+	boosts=$(awk '$1 == "progress.boosts" { print $2 }' "$tmp/client.log")
+	if [ "${passes:-0}" -lt 1 ] || [ "${boosts:-0}" -lt "$2" ] || [ "${boosts:-0}" -gt "$3" ]; then
+		bad "$1: ${passes:-no} passes for a program waiting on memory, ${boosts:-no} boosts"
+	else
+		echo "ok: $1: $passes passes for a program waiting on memory, $boosts boosts"
+	fi
+}
+client_env=(UIWARP_STATS=1)
+lat=(ib_write_lat -R -s 8 -n 500)
+pair memif "ib_write_lat -n 500, served waiting on memory" "^ *8 " "${lat[@]}" -- "${lat[@]}" 10.70.0.1
+waiter_check "ib_write_lat" 1 1000000
+extra_cfg="; progress_nice=0"
+pair memif "ib_write_lat -n 500, progress_nice=0" "^ *8 " "${lat[@]}" -- "${lat[@]}" 10.70.0.1
+waiter_check "ib_write_lat, progress_nice=0" 0 0
+extra_cfg=""
+pair memif "ib_write_lat -n 500, no CAP_SYS_NICE" "^ *8 " "${lat[@]}" -- \
+	setpriv --bounding-set -sys_nice --inh-caps -sys_nice "${lat[@]}" 10.70.0.1
+waiter_check "ib_write_lat, no CAP_SYS_NICE" 0 0
+said=$(grep -c "progress thread: nice -20 not permitted" "$tmp/client.log")
+if [ "$said" -ne 1 ]; then
+	bad "ib_write_lat, no CAP_SYS_NICE: the refused raise said $said times, not once"
+else
+	echo "ok: ib_write_lat, no CAP_SYS_NICE: the refused raise said once"
+fi
+client_env=()
 
 # Two engines on each side (key 'engines', a memif queue pair each): the connections the
 # client opens go to both in turn, and each lands on the same engine at the server.

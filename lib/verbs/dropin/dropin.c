@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -39,31 +40,48 @@
 	"to 'port=DEVARGS; ip=A.B.C.D/N' (docs/DROPIN.md)"
 
 /*
- * The progress thread leaves the stack to a program that polls it itself: after a pass of
- * the program's own within INLINE_QUIET_NS, the thread naps instead, each nap twice the
- * last up to NAP_MAX_US. A program that keeps polling so sees the thread wake about a
- * hundred times a second: each wake on a busy core takes it from a program thread (with
- * naps of at most 1 ms the program threads of a 64 KiB ib_write_bw pair spent 5-6% more
- * of their time waiting for a core than uiwarp-perf's, which has no such thread; with 8 ms,
- * about as long). Each pass the thread makes itself starts the doubling again from
- * NAP_MIN_US, so a program that waits on memory between short polls (ib_write_lat) is
- * served within about INLINE_QUIET_NS of its last poll, as with shorter naps. A program
- * thread about to block kicks the thread awake (uiw_progress_kick): the long naps never
- * delay a blocking program.
+ * The progress thread leaves the stack to a program that polls it itself: after a call of
+ * the program's within INLINE_QUIET_NS, the thread naps instead, each nap twice the last
+ * up to NAP_MAX_US. A program that keeps polling so sees the thread wake about a hundred
+ * times a second: each wake on a busy core takes it from a program thread (with naps of at
+ * most 1 ms the program threads of a 64 KiB ib_write_bw pair spent 5-6% more of their time
+ * waiting for a core than uiwarp-perf's, which has no such thread; with 8 ms, about as
+ * long). Each pass the thread makes itself starts the doubling again from NAP_MIN_US. A
+ * program thread about to block kicks the thread awake (uiw_progress_kick): the long naps
+ * never delay a blocking program.
+ *
+ * A program that waits on memory (ib_write_lat: a post and a poll a round trip, then a
+ * spin on the buffer the peer's Write fills) makes no call while it waits, and was served
+ * INLINE_QUIET_NS after its last (about a millisecond a message, a core to spare or not).
+ * A shorter quiet for all cost a 64 KiB ib_write_bw pair 7-14% on the two-core VM: its
+ * program threads, off their cores for tens of microseconds at a time, looked quiet, and
+ * the thread's passes kept the lock from ever being biased to them. So the thread tells the two apart by the program thread's CPU clock:
+ * quiet for WAITER_QUIET_NS while it ran for most of the time since the thread's last
+ * look, it waits on memory (or computes), and the thread runs the stack for it; one that
+ * did not run lost its core, and gets INLINE_QUIET_NS as before. Having served a program
+ * that waits on memory, the thread looks every NAP_MIN_US until it has found the program
+ * polling at WAITER_LOOKS_POLLED looks since it last found it waiting.
  */
 #define INLINE_QUIET_NS (1000 * 1000ull)
+#define WAITER_QUIET_NS (30 * 1000ull)
+#define WAITER_LOOKS_POLLED 8
 #define NAP_MIN_US 20
 #define NAP_MAX_US 8000
 /* Naps while the lock is not yet biased to a program that polls (uiw_bias_renew()). */
 #define BIAS_RETRY_US 1000
 
 /*
- * When the thread runs the stack itself it spins, which is right while it has a core of
- * its own. When it has none (more spinning threads than cores: two processes each waiting
- * on memory as ib_write_lat does, on a two-core machine) the kernel gives it the core back
- * only at a scheduler tick, and each message waits one (about 4 ms). Napping between passes
- * did not help (measured); the thread says so once on stderr and counts each pass that
- * came more than LATE_PASS_NS after the last, so a slow run shows why.
+ * When the thread runs the stack itself for a program that polled within YIELD_WINDOW_NS
+ * (one that waits on memory, or lost its core), a pass that finds nothing is followed by a
+ * nap of NAP_MIN_US (kick-able), not a spin: with more spinning threads than cores (two
+ * processes each waiting on memory as ib_write_lat does, on a two-core machine) the spin
+ * held the core the program needs to see its bytes and post the next message until a
+ * scheduler tick, and each message waited one (about 4 ms). The nap hands the core back,
+ * and the thread's raised priority while it serves a program that waits on memory
+ * (boost()) has the kernel give the core back to it as soon as the nap ends. Neither alone
+ * was enough (measured: docs/BENCHMARKS.md). The thread says once on stderr when a pass
+ * still came more than LATE_PASS_NS after the last, and counts each, so a slow run shows
+ * why.
  */
 #define LATE_PASS_NS (1000 * 1000ull)
 #define YIELD_WINDOW_NS (20 * 1000 * 1000ull)
@@ -94,6 +112,10 @@ static struct {
 	unsigned long kicks_nonblock; /* non-blocking calls that found nothing and kicked it */
 	unsigned long naps;          /* naps while the program polled */
 	unsigned long yields;        /* passes after which the thread gave its core back */
+	unsigned long waiter_naps;   /* naps after an empty pass for a program waiting on memory */
+	unsigned long waiter_looks;  /* looks at the CPU clock of a program quiet WAITER_QUIET_NS */
+	unsigned long waiter_passes; /* passes for a program seen waiting on memory */
+	unsigned long boosts;        /* times the thread raised its priority for such a program */
 	unsigned long idle_naps;     /* naps after a quiet spell, the program blocked */
 	const char *status_path;     /* $UIWARP_STATUS: rewritten every STATUS_NS */
 	uint64_t status_at;          /* when it was last written */
@@ -126,8 +148,14 @@ static void print_progress(FILE *f)
 		"  progress.naps               %12lu  # naps while the program polled\n"
 		"  progress.lock_busy          %12lu  # naps while a program thread held the lock\n"
 		"  progress.yields             %12lu  # passes after which the thread gave way\n"
+		"  progress.waiter_looks       %12lu  # looks at the CPU time of a program quiet 30 us\n"
+		"  progress.waiter_passes      %12lu  # passes for a program seen waiting on memory\n"
+		"  progress.waiter_naps        %12lu  # naps after an empty pass for a program waiting on memory\n"
+		"  progress.boosts             %12lu  # times the thread raised its priority for such a program\n"
 		"  progress.idle_naps          %12lu  # naps after a quiet spell\n",
-		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.idle_naps);
+		inst.passes, inst.naps, inst.lock_busy, inst.yields, inst.waiter_looks,
+		inst.waiter_passes, inst.waiter_naps, inst.boosts,
+		inst.idle_naps);
 	fprintf(f, "  progress.kicks_wait         %12lu  # blocking calls that left the stack to the thread while they slept\n"
 		"  progress.kicks_nonblock     %12lu  # non-blocking calls that found nothing and woke the thread\n",
 		inst.kicks_wait, inst.kicks_nonblock);
@@ -530,6 +558,46 @@ static bool program_polls(void)
 	return program_polled_within(INLINE_QUIET_NS);
 }
 
+/* The program thread's CPU time at the thread's last look, and when that was. */
+static struct {
+	int clock;
+	uint64_t cpu_ns;
+	uint64_t at;
+} look;
+
+/*
+ * True if the program has made no call for WAITER_QUIET_NS though it ran on its core for
+ * at least half the time since the thread's last look: it waits on memory, or computes.
+ * Each look (a system call: the CPU clock of another thread has no vDSO path) is made only
+ * once the program has been quiet that long.
+ */
+static bool program_waits_on_memory(uint64_t now)
+{
+	uint64_t mark = __atomic_load_n(&uiw_inline_progress_ns, __ATOMIC_ACQUIRE);
+	int clock = __atomic_load_n(&uiw_inline_clock, __ATOMIC_RELAXED);
+	struct timespec ts;
+	uint64_t cpu;
+	bool ran;
+
+	/* A program inside a call (a long pass, a burst of posts) runs without marking: with
+	 * the lock biased to it, it says so here; with the mutex, the thread's try at the
+	 * lock tells. */
+	if (mark == 0 || clock == 0 || (int64_t)(now - mark) <= (int64_t)WAITER_QUIET_NS ||
+	    __atomic_load_n(&uiw_bias.owner_busy, __ATOMIC_ACQUIRE))
+		return false;
+	if (clock_gettime((clockid_t)clock, &ts) != 0) {   /* the thread has ended */
+		look.clock = 0;
+		return false;
+	}
+	cpu = (uint64_t)ts.tv_sec * UIW_NS_PER_S + (uint64_t)ts.tv_nsec;
+	inst.waiter_looks++;
+	ran = look.clock == clock && now > look.at && (cpu - look.cpu_ns) * 2 >= now - look.at;
+	look.clock = clock;
+	look.cpu_ns = cpu;
+	look.at = now;
+	return ran;
+}
+
 /*
  * After a pass of the thread's own: a program that polled within YIELD_WINDOW_NS, though
  * not within INLINE_QUIET_NS, has most likely lost its core, perhaps to this thread, which
@@ -543,9 +611,41 @@ static bool program_lost_core(void)
 	return program_polled_within(YIELD_WINDOW_NS);
 }
 
+/*
+ * While it serves a program that waits on memory the thread runs at nice -progress_nice,
+ * and at the program's otherwise. It sleeps through most of its turns then (the naps
+ * after empty passes), and the raised priority has the kernel's scheduler give it the core
+ * at once when a nap ends, rather than at a tick of the program thread it shares the core
+ * with. Raised all the time, it took cores from programs that poll, in the passes it makes
+ * when one has lost its core: a 64 KiB ib_send_bw pair on two cores lost about 10%. Only
+ * this thread's priority changes; where raising it is not permitted, the thread says so
+ * once and runs as the program's threads do.
+ */
+static void boost(bool on)
+{
+	static bool boosted, refused;
+	int want = on ? -(int)inst.cfg.progress_nice : 0;
+
+	if (on == boosted || (on && (want == 0 || refused)))
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), want) == 0) {
+		boosted = on;
+		inst.boosts += on;
+		return;
+	}
+	if (on) {
+		refused = true;
+		UIW_INFO("progress thread: nice %d not permitted (%s: CAP_SYS_NICE or RLIMIT_NICE "
+			 "needed); with more spinning threads than cores a program that waits on "
+			 "memory (ib_write_lat) may wait a scheduler tick a message "
+			 "(progress_nice=0 silences this)", want, strerror(errno));
+	}
+}
+
 static void *progress_main(void *arg)
 {
-	unsigned nap_us = NAP_MIN_US, idle_nap_us = NAP_MIN_US;
+	unsigned nap_us = NAP_MIN_US, idle_nap_us = NAP_MIN_US, looks_polled = 0;
+	bool waiter_mode = false;
 	uint64_t last_pass = 0, quiet_since = 0;
 
 	(void)arg;
@@ -562,7 +662,19 @@ static void *progress_main(void *arg)
 			continue;
 		}
 		/* Read without the lock: a stale value costs one more nap or one more pass. */
+		bool waiter = false;
+
 		if (program_polls()) {
+			uint64_t t0 = uiw_now_ns();
+
+			waiter = program_waits_on_memory(t0);
+			if (!waiter && waiter_mode && program_polled_within(WAITER_QUIET_NS) &&
+			    ++looks_polled >= WAITER_LOOKS_POLLED) {
+				waiter_mode = false;   /* it polls now */
+				boost(false);
+			}
+		}
+		if (!waiter && program_polls()) {
 			uint64_t t = uiw_now_ns();
 
 			if (status_wanted(t) && uiw_big_lock_try() == 0) {
@@ -575,6 +687,8 @@ static void *progress_main(void *arg)
 			 * naps are short enough to give it soon. */
 			if (!uiw_bias_renew() && nap_us > BIAS_RETRY_US)
 				nap_us = BIAS_RETRY_US;
+			if (waiter_mode)
+				nap_us = NAP_MIN_US;
 			inst.naps++;
 			nap_backoff(&nap_us);
 			last_pass = 0;   /* the next pass follows a nap, not a wait for a core */
@@ -591,6 +705,11 @@ static void *progress_main(void *arg)
 			continue;
 		}
 		nap_us = NAP_MIN_US;
+		if (waiter) {   /* not in a call of its own either: the lock was free */
+			waiter_mode = true;
+			boost(true);
+			looks_polled = 0;
+		}
 		uint64_t now = uiw_now_ns();
 
 		if (last_pass != 0 && now - last_pass > LATE_PASS_NS && inst.late_passes++ == 0)
@@ -599,8 +718,9 @@ static void *progress_main(void *arg)
 				 (double)(now - last_pass) / 1e6);
 		unsigned work = 1;
 
-		if (!program_polls()) {
+		if (waiter ? !program_polled_within(WAITER_QUIET_NS) : !program_polls()) {
 			work = uiw_verbs_progress_locked();
+			inst.waiter_passes += waiter;
 			inst.passes++;
 		}
 		status_due(now);
@@ -620,6 +740,14 @@ static void *progress_main(void *arg)
 			continue;
 		}
 		if (program_lost_core()) {
+			if (work == 0) {
+				/* The program's core back until the next look (a kick from
+				 * a program thread ends the nap early). */
+				inst.waiter_naps++;
+				nap(NAP_MIN_US);
+				last_pass = 0;   /* the next pass follows a nap */
+				continue;
+			}
 			inst.yields++;
 			sched_yield();
 		}
