@@ -613,7 +613,7 @@ static bool program_lost_core(void)
 
 /*
  * While it serves a program that waits on memory the thread runs at nice -progress_nice,
- * and at the program's otherwise. It sleeps through most of its turns then (the naps
+ * and at the nice value it started with (the program's) otherwise. It sleeps through most of its turns then (the naps
  * after empty passes), and the raised priority has the kernel's scheduler give it the core
  * at once when a nap ends, rather than at a tick of the program thread it shares the core
  * with. Raised all the time, it took cores from programs that poll, in the passes it makes
@@ -624,13 +624,22 @@ static bool program_lost_core(void)
 static void boost(bool on)
 {
 	static bool boosted, refused;
-	int want = on ? -(int)inst.cfg.progress_nice : 0;
+	static int own;   /* the nice value the thread started with (the program's) */
+	int want;
 
-	if (on == boosted || (on && (want == 0 || refused)))
+	if (on == boosted || (on && (inst.cfg.progress_nice == 0 || refused)))
 		return;
+	want = own;
+	if (on) {
+		errno = 0;
+		own = getpriority(PRIO_PROCESS, (id_t)gettid());   /* -1 is a value too */
+		if (errno != 0)
+			own = 0;
+		want = RTE_MIN(own, -(int)inst.cfg.progress_nice);   /* never lowered */
+	}
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), want) == 0) {
 		boosted = on;
-		inst.boosts += on;
+		inst.boosts += on && want < own;
 		return;
 	}
 	if (on) {
