@@ -274,7 +274,9 @@ waiter_check() {
 		echo "ok: $1: $passes passes for a program waiting on memory, $boosts boosts"
 	fi
 }
+# The clients preload CONNECT_DELAY_SO as perf() has them (the race at the top).
 client_env=(UIWARP_STATS=1)
+[ -z "$delay_so" ] || client_env+=(LD_PRELOAD="$delay_so" UIW_CONNECT_DELAY_MS=300)
 lat=(ib_write_lat -R -s 8 -n 500)
 pair memif "ib_write_lat -n 500, served waiting on memory" "^ *8 " "${lat[@]}" -- "${lat[@]}" 10.70.0.1
 waiter_check "ib_write_lat" 1 1000000

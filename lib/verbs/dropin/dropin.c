@@ -55,10 +55,11 @@
  * INLINE_QUIET_NS after its last (about a millisecond a message, a core to spare or not).
  * A shorter quiet for all cost a 64 KiB ib_write_bw pair 7-14% on the two-core VM: its
  * program threads, off their cores for tens of microseconds at a time, looked quiet, and
- * the thread's passes kept the lock from ever being biased to them. So the thread tells the two apart by the program thread's CPU clock:
- * quiet for WAITER_QUIET_NS while it ran for most of the time since the thread's last
- * look, it waits on memory (or computes), and the thread runs the stack for it; one that
- * did not run lost its core, and gets INLINE_QUIET_NS as before. Having served a program
+ * the thread's passes kept the lock from ever being biased to them. So the thread tells
+ * the two apart by the program thread's CPU clock: quiet for WAITER_QUIET_NS while it ran
+ * for most of the time since the thread's last look, it waits on memory (or computes),
+ * and the thread runs the stack for it; one that did not run lost its core, and gets
+ * INLINE_QUIET_NS as before. Having served a program
  * that waits on memory, the thread looks every NAP_MIN_US until it has found the program
  * polling at WAITER_LOOKS_POLLED looks since it last found it waiting.
  */
@@ -613,13 +614,14 @@ static bool program_lost_core(void)
 
 /*
  * While it serves a program that waits on memory the thread runs at nice -progress_nice,
- * and at the nice value it started with (the program's) otherwise. It sleeps through most of its turns then (the naps
- * after empty passes), and the raised priority has the kernel's scheduler give it the core
- * at once when a nap ends, rather than at a tick of the program thread it shares the core
- * with. Raised all the time, it took cores from programs that poll, in the passes it makes
- * when one has lost its core: a 64 KiB ib_send_bw pair on two cores lost about 10%. Only
- * this thread's priority changes; where raising it is not permitted, the thread says so
- * once and runs as the program's threads do.
+ * and at the nice value it started with (the program's) otherwise. It sleeps through most
+ * of its turns then (the naps after empty passes), and the raised priority has the
+ * kernel's scheduler give it the core at once when a nap ends, rather than at a tick of
+ * the program thread it shares the core with. Raised all the time, it took cores from
+ * programs that poll, in the passes it makes when one has lost its core: a 64 KiB
+ * ib_send_bw pair on two cores lost about 10%. Only this thread's priority changes; where
+ * raising it is not permitted, the thread says so once and runs as the program's threads
+ * do.
  */
 static void boost(bool on)
 {
