@@ -49,7 +49,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: uiwarp-mpa [--config FILE] [--set K=V]... MODE [options]\n"
-		"  MODE: --pair (two instances over a ring pair here) | --listen PORT |\n"
+		"  MODE: --pair (two instances over a ring pair here, or over vhost-user with\n"
+		"        pair_link=vhost) | --listen PORT |\n"
 		"        --connect IP:PORT\n"
 		"  --sends N        DDP Sends each side sends once connected (default 1)\n"
 		"  --size BYTES     payload of each Send (default 16)\n"

@@ -513,7 +513,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: uiwarp-perf [--config FILE] [--set K=V]... MODE [options]\n"
-		"  MODE: --pair (two instances over a ring pair here) | --listen PORT |\n"
+		"  MODE: --pair (two instances over a ring pair here, or over vhost-user with\n"
+		"        pair_link=vhost) | --listen PORT |\n"
 		"        --connect IP:PORT\n"
 		"  --op send|write|read   the operation (default write)\n"
 		"  --lat                  latency (one-way for Send and Write ping-pong, Read\n"
@@ -678,7 +679,9 @@ int main(int argc, char **argv)
 	cli_ch = app_nonblocking_channel();
 	if (!o.csv)
 		printf("%s %s over uiwarp (%s)\n %-9s %-12s %s\n", op_names[o.op], o.lat ? "latency" : "bandwidth",
-		       o.m.pair ? "two instances on a ring pair in one thread" : "to the peer",
+		       o.m.pair ? cfg.pair_vhost ? "two instances over vhost-user in one thread"
+					 : "two instances on a ring pair in one thread"
+			 : "to the peer",
 		       "#bytes", "#iterations",
 		       o.lat ? "t_avg[us]    t_p50[us]    t_p99[us]" : "BW average[Gb/s]   MsgRate[Mpps]");
 	else

@@ -632,7 +632,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: uiwarp-scale [--config FILE] [--set K=V]... MODE [options]\n"
-		"  MODE: --pair (two instances on a ring pair, one thread) | --listen PORT |\n"
+		"  MODE: --pair (two instances on a ring pair, one thread; vhost-user with\n"
+		"        pair_link=vhost) | --listen PORT |\n"
 		"        --connect IP:PORT\n"
 		"  --qps N          QPs to open (default 1000; the server: the most it serves)\n"
 		"  --window N       connections being set up at once (default 256)\n"
@@ -790,7 +791,9 @@ int main(int argc, char **argv)
 		progress();
 	m0 = mem_now();
 	printf("uiwarp-scale: %u QPs, %s\n", o.qps,
-	       o.m.pair ? "two instances on a ring pair in one thread" : "to the peer");
+	       o.m.pair ? cfg.pair_vhost ? "two instances over vhost-user in one thread"
+				   : "two instances on a ring pair in one thread"
+			 : "to the peer");
 
 	t0 = uiw_now_ns();
 	while (cli.up < o.qps) {

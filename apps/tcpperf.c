@@ -310,7 +310,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: uiwarp-tcpperf [--config FILE] [--set K=V]... MODE WORK [options]\n"
-		"  MODE: --pair (two instances over a ring pair here) | --listen PORT |\n"
+		"  MODE: --pair (two instances over a ring pair here, or over vhost-user with\n"
+		"        pair_link=vhost) | --listen PORT |\n"
 		"        --connect IP:PORT\n"
 		"  WORK: --send BYTES | --recv | --rr N [--size BYTES] | --echo (server)\n"
 		"  --conns K         client connections at once (default 1)\n"

@@ -250,6 +250,13 @@ int uiw_config_set(struct uiw_config *cfg, const char *key, const char *value,
 		if (value[0] == '\0' || strchr(value, ' ') ||
 		    copy_str(cfg->port, sizeof(cfg->port), value) != 0)
 			return fail(err, errlen, key, "expects DPDK devargs or a PCI address", value);
+	} else if (strcmp(key, "pair_link") == 0) {
+		if (strcmp(value, "ring") == 0)
+			cfg->pair_vhost = 0;
+		else if (strcmp(value, "vhost") == 0)
+			cfg->pair_vhost = 1;
+		else
+			return fail(err, errlen, key, "expects ring or vhost", value);
 	} else if (strcmp(key, "pcap") == 0) {
 		if (copy_str(cfg->pcap, sizeof(cfg->pcap), value) != 0)
 			return fail(err, errlen, key, "expects a file name (at most 255 octets)", value);

@@ -118,6 +118,8 @@ struct uiw_config {
 	unsigned fault_seed;
 
 	char pcap[256];                    /**< capture the instance's traffic here (empty: no) */
+	unsigned pair_vhost;               /**< two instances in one process (--pair): joined
+	                                    *   by vhost-user and virtio-user, not a ring pair */
 };
 
 /** Fills every key with its default. */

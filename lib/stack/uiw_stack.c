@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 
@@ -195,6 +196,45 @@ void uiw_stack_flush(struct uiw_stack *s)
 		uiw_port_flush(&uiw_stack_engine(s, i)->port);
 }
 
+/*
+ * Key 'pair_link=vhost': A is a vhost-user server and B the virtio-user client of the same
+ * socket, both in this process, so that the pair runs the virtio path with its offloads
+ * (TSO from the client, large receive on it where A has 'tso=1') in one thread, as
+ * callgrind counts it. The vhost library's own thread answers B's set-up messages.
+ */
+static unsigned cfg_queues(const struct uiw_config *c)
+{
+	return c->engines > 0 ? c->engines : 1;
+}
+
+static int open_vhost_pair(struct uiw_stack *a, struct uiw_stack *b, struct uiw_config *ca,
+			   struct uiw_config *cb, const struct uiw_stack_opts *o, const char *name,
+			   char *err, size_t errlen)
+{
+	struct uiw_stack_opts oc = *o;
+	char path[108];
+	int rc;
+
+	oc.port_id = UIW_STACK_PORT_CONFIG;
+	snprintf(path, sizeof(path), "/tmp/uiwarp-pair-%d-%s.sock", (int)getpid(), name);
+	unlink(path);
+	if ((size_t)snprintf(ca->port, sizeof(ca->port), "net_vhost_%s,iface=%s,queues=%u%s", name,
+			     path, cfg_queues(ca), ca->tso ? ",tso=1" : "") >= sizeof(ca->port) ||
+	    (size_t)snprintf(cb->port, sizeof(cb->port), "net_virtio_user_%s,path=%s,queues=%u",
+			     name, path, cfg_queues(cb)) >= sizeof(cb->port)) {
+		snprintf(err, errlen, "pair '%s': name too long for a vhost-user pair", name);
+		return -EINVAL;
+	}
+	rc = uiw_stack_open(a, ca, &oc, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = uiw_stack_open(b, cb, &oc, err, errlen);
+	unlink(path);   /* B is connected; the path is not needed again */
+	if (rc != 0)
+		uiw_stack_close(a);
+	return rc;
+}
+
 int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
 			enum uiw_stack_top top, const char *name, char *err, size_t errlen)
 {
@@ -205,6 +245,8 @@ int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct u
 	ca.ip = UIW_STACK_PAIR_IP_A;
 	cb.ip = UIW_STACK_PAIR_IP_B;
 	ca.prefix_len = cb.prefix_len = 24;
+	if (cfg->pair_vhost)
+		return open_vhost_pair(a, b, &ca, &cb, &oa, name, err, errlen);
 	if (uiw_port_ringpair_create(name, (uint16_t)cfg->engines, &oa.port_id, &ob.port_id) != 0) {
 		snprintf(err, errlen, "cannot create the ring pair '%s'", name);
 		return -ENODEV;

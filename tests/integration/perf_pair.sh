@@ -2,8 +2,8 @@
 # uiwarp-perf between two instances over a ring pair: Send, Write and Read, bandwidth and
 # latency, 2 octets to 1 MiB; each run must complete every size (the tool checks every
 # completion's status and exits non-zero on a failed one or a connection that closes).
-# Then two processes over memif and over vhost-user/virtio-user (below). Figures are
-# printed, not judged.
+# Then the pair over vhost-user (pair_link=vhost), and two processes over memif and over
+# vhost-user/virtio-user (below). Figures are printed, not judged.
 # usage: perf_pair.sh UIWARP_PERF
 set -u
 fail=0
@@ -18,6 +18,28 @@ for op in send write read; do
       echo "ok: $op ${mode:-bw}: $(grep ',1048576,' <<<"$out")"
     fi
   done
+done
+# The same pair joined by vhost-user and virtio-user in one process (pair_link=vhost), with
+# TSO: A (the client, vhost-user) sends its guest frames of many segments whole, B
+# (virtio-user) cuts its own by the PMD; every size must complete with the CRC checked at
+# each end, and the data's sender must have sent such frames and its receiver taken them.
+for op in write read send; do
+  out=$(UIWARP_STATS=1 timeout 120 "$1" --set 'pair_link=vhost; tso=1' --pair --op "$op" \
+    --sizes 2:1048576 --iters 50 --csv 2>&1)
+  rc=$?
+  rows=$(grep -c "^[A-Za-z ]*,bw,[0-9]" <<<"$out")
+  # The counters of A, then of B: the data's sender is A but for Reads.
+  a_tso=$(sed -n '/^counters of A/,/^counters of B/p' <<<"$out" | grep -oP 'tcp.tx_tso_frames +\K[0-9]+')
+  b_tso=$(sed -n '/^counters of B/,$p' <<<"$out" | grep -oP 'tcp.tx_tso_frames +\K[0-9]+')
+  a_large=$(sed -n '/^counters of A/,/^counters of B/p' <<<"$out" | grep -oP 'tcp.rx_large +\K[0-9]+')
+  b_large=$(sed -n '/^counters of B/,$p' <<<"$out" | grep -oP 'tcp.rx_large +\K[0-9]+')
+  if [ "$op" = read ]; then sent=${b_tso:-0} took=${a_large:-0}; else sent=${a_tso:-0} took=${b_large:-0}; fi
+  if [ $rc -ne 0 ] || [ "$rows" -ne 20 ] || [ "$sent" -eq 0 ] || [ "$took" -eq 0 ]; then
+    echo "FAIL: pair over vhost-user, TSO, $op: rc $rc, $rows of 20 sizes, $sent TSO frames sent, $took large segments taken"
+    tail -5 <<<"$out"; fail=1
+  else
+    echo "ok: pair over vhost-user, TSO, $op: $sent TSO frames: $(grep ',1048576,' <<<"$out")"
+  fi
 done
 # Zero-copy transmit through a PMD that copies lent memory out of the frames (memif, two
 # processes): with the CRC on, a frame whose octets changed between the CRC and the PMD's

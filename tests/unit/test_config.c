@@ -64,6 +64,17 @@ START_TEST(rx_buf_size_auto_or_number)
 }
 END_TEST
 
+/* pair_link: a ring pair unless vhost is asked for; back to the ring by "ring". */
+START_TEST(pair_link_ring_or_vhost)
+{
+	ck_assert_uint_eq(cfg.pair_vhost, 0);
+	ck_assert_int_eq(uiw_config_parse_text(&cfg, "pair_link = vhost", "t", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.pair_vhost, 1);
+	ck_assert_int_eq(uiw_config_parse_text(&cfg, "pair_link = ring", "t", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.pair_vhost, 0);
+}
+END_TEST
+
 struct bad {
 	const char *text;
 	const char *must_contain;
@@ -87,6 +98,7 @@ static const struct bad bads[] = {
 	{ "rx_buf_size = big", "key 'rx_buf_size'" },
 	{ "rx_buf_size = 60001", "key 'rx_buf_size'" },
 	{ "port = ", "key 'port'" },
+	{ "pair_link = memif", "key 'pair_link'" },
 	{ "lcores = 0 1", "key 'lcores'" },
 	{ "just words", "expected key = value" },
 	{ "mtu = 1500\n\nmtu = 1", "t:3:" },
@@ -307,6 +319,7 @@ static Suite *config_suite(void)
 
 	tcase_add_test(tc, full_text_parsed);
 	tcase_add_test(tc, rx_buf_size_auto_or_number);
+	tcase_add_test(tc, pair_link_ring_or_vhost);
 	tcase_add_test(tc, log_threshold_holds_for_direct_calls);
 	tcase_add_loop_test(tc, bad_entry_named_in_error, 0, (int)(sizeof(bads) / sizeof(bads[0])));
 	tcase_add_test(tc, validate_names_missing_keys);
