@@ -81,6 +81,8 @@ struct uiw_port {
 	uint32_t tso_max;             /**< TSO: the most TCP payload one frame may carry for the
 	                               *   PMD to cut (0: no TSO) */
 	uint16_t tso_segs;            /**< TSO: the most mbufs one such frame may chain */
+	bool guest_touch;             /**< vhost-user: its guest's memory is touched as the guest
+	                               *   comes up (an ethdev event callback) */
 	bool tso_guest;               /**< vhost-user with key tso: tso_max follows whether
 	                               *   the guest takes large frames (it negotiated
 	                               *   VIRTIO_NET_F_GUEST_TSO4), read as the link is

@@ -132,6 +132,8 @@ fi
 # (rx_buf_size left to the port): with tso=1 each side receives into 8 KiB buffers of a
 # pool of its own, the virtio-user side only with lro=1 as well, and neither with tso=0;
 # the last round (tso=1; rx_buf_size=0) receives into the ports' own buffers, as before.
+# Each time, the vhost-user side must have touched the pages of its guest's memory that the
+# guest had used, as the guest came up (its log line, in KiB).
 rx_pool() {   # LOG: 1 if that side logged its own pool of 8 KiB receive buffers, else 0
   grep -q 'receives into 8191 buffers of 8192 octets of their own (key rx_buf_size, auto)' \
     <<<"$1" && echo 1 || echo 0
@@ -148,6 +150,10 @@ for tso in 0 1 lro0 rx0; do
     frames=$(grep -oP 'tx_tso_frames\D*\K[0-9]+' <<<"$out" | head -1)
     srv_frames=$(grep -oP 'tx_tso_frames\D*\K[0-9]+' "$tmp/srv.log" | head -1)
     large=$(grep -oP 'tcp.rx_large\D*\K[0-9]+' <<<"$out" | head -1)
+    # The vhost-user side touched the pages its guest has used as the guest came up
+    # (KiB, the most of its link-ups), before the first frames.
+    touched=$(grep -oP "the guest's memory touched ahead of its first frames: \K[0-9]+" \
+              "$tmp/srv.log" | sort -n | tail -1)
     # FPDUs for TSO frames go in slabs handed out last in, first out (from a ring, in
     # turn, 64 went round past the L2): with tso=1 both sides name the stack mempool.
     slab_logs=$(grep -c "64 slabs of 64 KiB for TSO frames, from DPDK's 'stack' mempool" \
@@ -163,11 +169,11 @@ for tso in 0 1 lro0 rx0; do
        [ "$(rx_pool "$(cat "$tmp/srv.log")")" -ne "$want_srv_pool" ] ||
        [ "$(rx_pool "$out")" -ne "$want_cli_pool" ] ||
        [ "$slab_logs" -ne "$( [ $tso = 0 ] && echo 0 || echo 2)" ] ||
-       { [ "$op" = "write --lat" ] && [ "${srv_lent:-0}" -eq 0 ]; }; then
-      echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received, pools of 8 KiB receive buffers (vhost side, virtio-user side) $(rx_pool "$(cat "$tmp/srv.log")") $(rx_pool "$out") where $want_srv_pool $want_cli_pool, $slab_logs sides with slabs from the stack mempool"
+       { [ "$op" = "write --lat" ] && [ "${srv_lent:-0}" -eq 0 ]; } || [ "${touched:-0}" -eq 0 ]; then
+      echo "FAIL: virtio-user $op, tso=$tso: rc $rc, $rows of 13 sizes, ${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received, pools of 8 KiB receive buffers (vhost side, virtio-user side) $(rx_pool "$(cat "$tmp/srv.log")") $(rx_pool "$out") where $want_srv_pool $want_cli_pool, $slab_logs sides with slabs from the stack mempool, ${touched:-0} KiB of the guest's memory touched"
       tail -5 <<<"$out"; fail=1
     else
-      echo "ok: virtio-user $op, tso=$tso (${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received): $(grep ',1048576,' <<<"$out")"
+      echo "ok: virtio-user $op, tso=$tso (${frames:-0} TSO frames, vhost side ${srv_frames:-0} TSO frames and lent ${srv_lent:-0} octets, ${large:-0} large received, ${touched:-0} KiB of the guest's memory touched): $(grep ',1048576,' <<<"$out")"
     fi
   done
 done
