@@ -1308,9 +1308,14 @@ void uiw_port_close(struct uiw_port *port)
 			uiw_port_gate_detach(port->port_id);
 		port->gated = false;
 		rte_eth_dev_stop(port->port_id);
-		if (port->guest_touch)
-			rte_eth_dev_callback_unregister(port->port_id, RTE_ETH_EVENT_INTR_LSC,
-							vhost_guest_touch, NULL);
+		/* -EAGAIN while the callback runs (a guest coming up now): it ends within
+		 * the time its touch takes, a few seconds at most. */
+		for (unsigned i = 0; port->guest_touch && i < 10000 &&
+				     rte_eth_dev_callback_unregister(port->port_id,
+								     RTE_ETH_EVENT_INTR_LSC,
+								     vhost_guest_touch, NULL) == -EAGAIN;
+		     i++)
+			rte_delay_us_sleep(1000);
 		port->guest_touch = false;
 		rte_eth_dev_close(port->port_id);
 		if (port->is_vdev)
