@@ -196,17 +196,17 @@ void uiw_stack_flush(struct uiw_stack *s)
 		uiw_port_flush(&uiw_stack_engine(s, i)->port);
 }
 
+static unsigned cfg_queues(const struct uiw_config *c)
+{
+	return c->engines > 0 ? c->engines : 1;
+}
+
 /*
  * Key 'pair_link=vhost': A is a vhost-user server and B the virtio-user client of the same
  * socket, both in this process, so that the pair runs the virtio path with its offloads
  * (TSO from the client, large receive on it where A has 'tso=1') in one thread, as
  * callgrind counts it. The vhost library's own thread answers B's set-up messages.
  */
-static unsigned cfg_queues(const struct uiw_config *c)
-{
-	return c->engines > 0 ? c->engines : 1;
-}
-
 static int open_vhost_pair(struct uiw_stack *a, struct uiw_stack *b, struct uiw_config *ca,
 			   struct uiw_config *cb, const struct uiw_stack_opts *o, const char *name,
 			   char *err, size_t errlen)

@@ -84,8 +84,9 @@ void uiw_stack_start(struct uiw_stack *s);
 #define UIW_STACK_PAIR_IP_A 0x0a000001u   /* 10.0.0.1 */
 #define UIW_STACK_PAIR_IP_B 0x0a000002u   /* 10.0.0.2 */
 
-/** Two instances joined by a DPDK ring pair named @p name (a ring each way per engine), at
- *  10.0.0.1/24 and 10.0.0.2/24. */
+/** Two instances joined by a DPDK ring pair named @p name (a ring each way per engine), or
+ *  with key pair_link=vhost by a vhost-user port (A) and a virtio-user port (B) on a socket
+ *  under /tmp, at 10.0.0.1/24 and 10.0.0.2/24. */
 int uiw_stack_open_pair(struct uiw_stack *a, struct uiw_stack *b, const struct uiw_config *cfg,
 			enum uiw_stack_top top, const char *name, char *err, size_t errlen);
 
