@@ -628,29 +628,15 @@ none:
 		 "net.hand_out)", port->name, info->driver_name);
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
-#endif
-
 /* The most of a guest's memory vhost_guest_touch() touches: 4 KiB pages met for the first
  * time at about 3 us each here, a GiB in about 0.8 s, once, off the polling thread. */
 #define GUEST_TOUCH_MAX (1ull << 30)
-
-/* Pages [@p a, @p b) of a guest region: entered in the page tables, then each written once
- * (an atomic add of 0 to its first octet changes nothing, whatever the guest writes
- * meanwhile). */
-static void touch_pages(uintptr_t a, uintptr_t b, uintptr_t page)
-{
-	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);   /* before Linux 5.14: the writes */
-	for (; a < b; a += page)
-		__atomic_fetch_add((uint8_t *)a, 0, __ATOMIC_RELAXED);
-}
 
 /* Pages mincore() is asked about at a time: 64 MiB of 4 KiB pages. */
 #define GUEST_TOUCH_CHUNK 16384u
 
 /* The pages of [@p lo, @p lo + @p len) that are resident (the guest has used them), touched
- * with touch_pages(), from the top down, at most @p budget octets; @p in holds
+ * with uiw_pages_touch(), from the top down, at most @p budget octets; @p in holds
  * GUEST_TOUCH_CHUNK flags. DPDK's heap carves each block from the end of the free space, so
  * a guest's pools and rings lie at the top of its memory. @return the octets touched. */
 static uint64_t touch_resident(uintptr_t lo, uint64_t len, uintptr_t page, uint64_t budget,
@@ -676,7 +662,7 @@ static uint64_t touch_resident(uintptr_t lo, uint64_t len, uintptr_t page, uint6
 				i--;
 			if (end == i)
 				break;
-			touch_pages(base + i * page, base + end * page, page);
+			uiw_pages_touch(base + i * page, base + end * page, page);
 			done += (uint64_t)(end - i) * page;
 		}
 	}

@@ -74,7 +74,6 @@ static struct {
 	bool fast_ok;            /* membarrier registered */
 	unsigned nslots;         /* atomic: slots handed out */
 	unsigned links_touched;  /* links up when the shared buffers were last touched */
-	bool populate_off;       /* the kernel has no MADV_POPULATE_WRITE */
 	struct gate_slot slots[GATE_SLOTS];
 } gate = { .lock = RTE_SPINLOCK_INITIALIZER, .hold_fd = -1, .go_fd = -1 };
 
@@ -260,6 +259,18 @@ static unsigned links_up(bool *all)
 #define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
 #endif
 
+/* The kernel has no MADV_POPULATE_WRITE (before Linux 5.14): the writes fault the pages in. */
+static bool populate_off;
+
+void uiw_pages_touch(uintptr_t lo, uintptr_t hi, uintptr_t page)
+{
+	if (!__atomic_load_n(&populate_off, __ATOMIC_RELAXED) &&
+	    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+		__atomic_store_n(&populate_off, true, __ATOMIC_RELAXED);
+	for (uintptr_t a = lo; a < hi; a += page)
+		__atomic_fetch_add((uint8_t *)a, 0, __ATOMIC_RELAXED);
+}
+
 /*
  * memif's rings and buffers are a memfd both processes map (named memif_region_N), and
  * each process met each page of it first in a burst: the PMD's copy into a slot, or the
@@ -293,11 +304,7 @@ static uint64_t touch_shared_buffers(void)
 		    sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) != 2 || hi <= lo ||
 		    strstr(line, " rw-s ") == NULL)
 			continue;
-		if (!gate.populate_off && madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0 &&
-		    errno == EINVAL)
-			gate.populate_off = true;   /* before Linux 5.14: the writes fault them in */
-		for (uintptr_t a = lo; a < hi; a += (uintptr_t)page)
-			__atomic_fetch_add((uint8_t *)a, 0, __ATOMIC_RELAXED);
+		uiw_pages_touch(lo, hi, (uintptr_t)page);
 		done += hi - lo;
 	}
 	fclose(f);

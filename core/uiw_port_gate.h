@@ -59,6 +59,16 @@ void uiw_port_gate_leave(void);
 /** True while the interrupt thread is held (no other interrupt callback can run). */
 bool uiw_port_gate_held(void);
 
+/**
+ * Enters the pages [@p lo, @p hi) of a shared mapping (@p page apart, aligned) in this
+ * process's page tables (MADV_POPULATE_WRITE where the kernel has it) and writes each once,
+ * by an atomic add of 0 to its first octet, which changes nothing whatever another process
+ * writes meanwhile: under a hypervisor the first write to a page can trap even once it is
+ * entered. What memif's region and a vhost-user guest's memory get before their first
+ * frames. The mapping must stay mapped meanwhile.
+ */
+void uiw_pages_touch(uintptr_t lo, uintptr_t hi, uintptr_t page);
+
 /** Times the interrupt thread has been let go between bursts. */
 uint64_t uiw_port_gate_windows(void);
 
