@@ -246,6 +246,30 @@ int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_
 	return uiw_arp_output(net, m, nexthop, now);
 }
 
+bool uiw_net_run_start(struct uiw_net *net, uint32_t dst, uint8_t proto, struct uiw_net_run *r)
+{
+	uint32_t nexthop = dst;
+	const struct uiw_arp_entry *e;
+	struct uiw_ipv4_hdr *ih = (struct uiw_ipv4_hdr *)(r->hdr + UIW_ETH_HDR_LEN);
+	struct uiw_eth_hdr *eh = (struct uiw_eth_hdr *)r->hdr;
+
+	if ((dst & net->netmask) != (net->ip & net->netmask)) {
+		if (net->gateway == 0)
+			return false;
+		nexthop = net->gateway;
+	}
+	e = uiw_net_arp_lookup(net, nexthop);
+	if (e == NULL || e->nheld != 0 ||
+	    (e->state != UIW_ARP_REACHABLE && e->state != UIW_ARP_PROBE))
+		return false;
+	memcpy(eh->dst, e->mac, UIW_ETH_ALEN);
+	memcpy(eh->src, net->port->mac.addr_bytes, UIW_ETH_ALEN);
+	uiw_eth_set_type(eh, UIW_ETHERTYPE_IPV4);
+	uiw_ipv4_build(ih, proto, net->ip, dst, 0, 0);
+	r->sum = uiw_ipv4_sum_fixed(proto, net->ip, dst);
+	return true;
+}
+
 const char *uiw_ip_str(uint32_t ip, char buf[16])
 {
 	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);

@@ -19,6 +19,8 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "eth_wire.h"
+#include "ipv4_wire.h"
 #include "uiw_config.h"
 #include "uiw_counters.h"
 #include "uiw_port.h"
@@ -215,6 +217,53 @@ unsigned uiw_net_poll(struct uiw_net *net, uint64_t now);
  */
 int uiw_net_output(struct uiw_net *net, struct rte_mbuf *m, uint32_t dst, uint8_t proto,
 		   uint64_t now);
+
+/**
+ * The Ethernet and IPv4 headers of a run of packets to one destination, sent in one pass
+ * (uiw_net_run_start()): the same for each but the IPv4 length, identification and
+ * checksum, which uiw_net_run_fill() writes.
+ */
+struct uiw_net_run {
+	uint8_t hdr[UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN];
+	uint32_t sum;              /* the IPv4 header's sum without length and identification */
+};
+
+/**
+ * Readies @p r for packets of protocol @p proto to @p dst. Only where they would leave at
+ * once: a route, and the next hop's address known and current (REACHABLE, or PROBE with
+ * a refresh already asked for) with nothing held for it; else such packets go by
+ * uiw_net_output(), which resolves, holds and drops as it must.
+ * @return true when @p r may be used for this pass.
+ */
+bool uiw_net_run_start(struct uiw_net *net, uint32_t dst, uint8_t proto, struct uiw_net_run *r);
+
+/**
+ * Writes the headers of @p r at @p frame (UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN octets) for a
+ * packet of @p payload_len octets after its IPv4 header, with the next identification.
+ */
+static inline void uiw_net_run_fill(struct uiw_net *net, const struct uiw_net_run *r,
+				    uint8_t *frame, uint16_t payload_len)
+{
+	struct uiw_ipv4_hdr *ih = (struct uiw_ipv4_hdr *)(frame + UIW_ETH_HDR_LEN);
+	uint16_t id = net->ip_id++;
+	uint32_t sum = r->sum + UIW_IPV4_HDR_LEN + payload_len + id;   /* as uiw_ipv4_build() */
+
+	memcpy(frame, r->hdr, sizeof(r->hdr));
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ih->total_len = uiw_be16_of((uint16_t)(UIW_IPV4_HDR_LEN + payload_len));
+	ih->id = uiw_be16_of(id);
+	ih->cksum = uiw_inet_cksum_of((uint16_t)sum);
+}
+
+/** Queues @p m, a frame whose headers uiw_net_run_fill() wrote, on the port (consumed). */
+static inline void uiw_net_run_send(struct uiw_net *net, struct rte_mbuf *m)
+{
+	m->l2_len = UIW_ETH_HDR_LEN;
+	m->l3_len = UIW_IPV4_HDR_LEN;
+	net->counters[UIW_NET_C_ip_tx]++;
+	uiw_port_tx(net->port, m);
+}
 
 /**
  * Sends an ICMP echo request with @p payload_len bytes of pattern data.

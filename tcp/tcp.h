@@ -69,6 +69,7 @@
 	X(tx_tso_frames, "frames of many segments handed to the PMD to cut (TSO)")           \
 	X(tx_over, "segments sent as frames over their queued mbuf's own buffer, not copied")  \
 	X(tx_over_busy, "segments not sent over their queued mbuf: a frame over it still held") \
+	X(tx_run_segs, "segments sent in a run of whole records on headers built once a pass") \
 	X(rx_large, "segments received longer than the MSS (large receive: LRO, GSO frames)") \
 	X(tx_nombuf, "segments not sent: no mbuf (data retried the next pass)")                   \
 	X(tx_record_wait, "sends held so as not to split a record (FPDU) at the window edge") \

@@ -44,6 +44,7 @@ static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
 	t->offer_ts = cfg->tcp_timestamps != 0;
 	t->offer_ws = cfg->tcp_window_scaling != 0;
 	t->syncookies = cfg->tcp_syncookies != 0;
+	t->tx_runs = cfg->tcp_tx_runs != 0;
 	/* RFC 7323 §2.2: the smallest shift that lets the window cover the buffer. */
 	t->rcv_wscale = 0;
 	while (t->offer_ws && t->rcv_wscale < UIW_TCP_MAX_WS && (t->rcv_buf >> t->rcv_wscale) > 0xffff)

@@ -297,6 +297,7 @@ struct uiw_tcp {
 	uint32_t min_rto_us, init_rto_us, max_rto_us;
 	unsigned syn_retries, retries, ooo_max;
 	bool offer_sack, offer_ts, offer_ws, syncookies;
+	bool tx_runs;                      /* send_run() (tcp_out.c) */
 	uint8_t rcv_wscale;
 	uint64_t counters[UIW_TCP_C__COUNT];
 };

@@ -638,15 +638,21 @@ void uiw_tcp_ulp_held(struct uiw_tcp_conn *c, uint32_t bytes, uint32_t mbufs)
  * reach the cache. The one's-complement sum is the same in either byte order (RFC 1071
  * §2 (B)).
  */
-static uint32_t hdr_raw_sum(uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
-			    uint8_t flags, uint16_t win, const uint8_t *opts, unsigned optlen)
+static uint32_t hdr_fields_sum(uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
+			       uint8_t flags, uint16_t win, unsigned optlen)
 {
 	uint32_t sum = (uint32_t)sport + dport + (seq >> 16) + (seq & 0xffff) + (ack >> 16) +
 		       (ack & 0xffff) + ((UIW_TCP_HDR_LEN + optlen) / 4 << 12 | flags) + win;
 
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
-	return rte_bswap16((uint16_t)sum) + uiw_raw_sum(opts, optlen);
+	return rte_bswap16((uint16_t)sum);
+}
+
+static uint32_t hdr_raw_sum(uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
+			    uint8_t flags, uint16_t win, const uint8_t *opts, unsigned optlen)
+{
+	return hdr_fields_sum(sport, dport, seq, ack, flags, win, optlen) + uiw_raw_sum(opts, optlen);
 }
 
 /* Fills the checksum, in software or by the PMD (the field then holds the pseudo-header
@@ -861,6 +867,144 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	return (int)n;
 }
 
+/* Whether queued mbuf @p m, from @p seq, goes in a run (send_run()) as far as it alone
+ * decides: @p hdrs octets of headers in front of it, over its buffer (@p over) or by an
+ * indirect mbuf; its sum into *@p known where TCP sums (@p soft). */
+static bool run_takes(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, unsigned hdrs,
+		      bool over, bool soft, int32_t *known)
+{
+	const struct uiw_tcp *t = c->tcp;
+	const struct rte_mbuf *next = m->next;
+
+	return m->data_len >= UIW_TCP_TX_OVER_MIN && !(m->ol_flags & t->gather_flag) &&
+	       ((m->ol_flags & t->record_flag) || seq == c->snd_una) &&
+	       (next == NULL || (next->ol_flags & t->record_flag)) &&
+	       (!soft || (*known = noted_sum(c, m, 0, m->data_len)) != SUM_UNKNOWN) &&
+	       (over ? uiw_mbuf_over_ok(m, (uint16_t)hdrs, 0) : !RTE_MBUF_HAS_EXTBUF(m)) &&
+	       uiw_port_tx_room(t->port) != 0;
+}
+
+/*
+ * A run: whole records sent one a segment in this pass, on headers built once. On a port
+ * that cuts no frames itself (no TSO) each segment went its own way through
+ * send_segment_ts(), its options, window, route, next hop and headers all built afresh:
+ * about 1,100 instructions a segment, where a 64 KiB Write is 45 segments
+ * (docs/BENCHMARKS.md). Within one pass only the sequence number, the IPv4
+ * identification, the lengths, PSH and the checksums change from segment to segment, so
+ * a run builds the rest once (as a TSO port's PMD copies a frame's headers to each
+ * segment it cuts) and each segment copies them and writes those. The frames are the
+ * ones send_segment_ts() would send: one record each (RFC 5044 §8), its payload by
+ * reference (over the record's own buffer, uiw_mbuf_over(), or an indirect mbuf), the
+ * checksum from the sum the layer above noted as it built the record.
+ * A record goes in a run when all of that holds for it: one whole queued mbuf and a record
+ * start, within the window, the MSS and the port's queue, long enough to go by reference
+ * (UIW_TCP_TX_OVER_MIN), not gathered, not lent, its sum noted where TCP sums; and a run
+ * is made only with no SACK blocks to send (they change the options from segment to
+ * segment). The first record that does not qualify ends the run, and goes by
+ * send_segment_ts(). @return payload octets sent (0: none).
+ */
+static uint32_t send_run(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, uint32_t end,
+			 uint32_t tsval)
+{
+	struct uiw_tcp *t = c->tcp;
+	struct uiw_port *port = t->port;
+	const bool over = port->tx_ext || port->tx_over;
+	const bool soft = !(port->tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM);
+	const unsigned below = UIW_ETH_HDR_LEN + UIW_IPV4_HDR_LEN;
+	struct uiw_net_run nr;
+	uint8_t tcph[UIW_TCP_HDR_LEN + 40];
+	unsigned optlen, hlen;
+	uint32_t mseq, done = 0, max, ack = 0, opts_raw;
+	uint16_t win = 0;
+	struct rte_mbuf *m;
+
+	if (!t->tx_runs || !c->records || room < UIW_TCP_TX_OVER_MIN || c->sack_owed ||
+	    (!over && !(port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) ||
+	    ((c->flags & TF_SACK_OK) && (c->nooo > 0 || c->dsack_pending)))
+		return 0;
+	m = sndq_find(c, seq, &mseq);
+	if (m == NULL || seq != mseq || m->data_len < UIW_TCP_TX_OVER_MIN ||
+	    !uiw_net_run_start(t->net, c->raddr, UIW_IPPROTO_TCP, &nr))
+		return 0;
+	optlen = uiw_tcp_opts_build(c, tsval, tcph + UIW_TCP_HDR_LEN, false);
+	opts_raw = uiw_raw_sum(tcph + UIW_TCP_HDR_LEN, optlen);
+	hlen = UIW_TCP_HDR_LEN + optlen;
+	max = u32_min(c->mss, port->mtu - UIW_IPV4_HDR_LEN - hlen);
+
+	while (m != NULL) {
+		struct rte_mbuf *next = m->next, *f, *mi = NULL;
+		uint32_t n = m->data_len, s = seq + done;
+		int32_t known = 0;
+		uint8_t flags = UIW_TCP_ACK, *p = NULL;
+		struct uiw_tcp_hdr *th;
+
+		if (n > max || n > room - done || !run_takes(c, m, s, below + hlen, over, soft, &known))
+			break;
+		f = segment_mbuf(t);
+		if (f == NULL)
+			break;
+		if ((!over && (mi = rte_pktmbuf_alloc(port->pool)) == NULL) ||
+		    (p = (uint8_t *)rte_pktmbuf_append(f, (uint16_t)(below + hlen))) == NULL) {
+			rte_pktmbuf_free(mi);
+			rte_pktmbuf_free(f);
+			break;
+		}
+		if (done == 0) {
+			/* Only now: the window offered is taken as offered (RFC 9293 §3.8.6.2.2). */
+			win = adv_window(c);
+			ack = c->rcv_nxt;
+			uiw_tcp_build((struct uiw_tcp_hdr *)tcph, c->lport, c->rport, 0, ack,
+				      UIW_TCP_ACK, win, hlen);
+		}
+		if (s + n == end)
+			flags |= UIW_TCP_PSH;
+		uiw_net_run_fill(t->net, &nr, p, (uint16_t)(hlen + n));
+		th = (struct uiw_tcp_hdr *)(p + below);
+		memcpy(th, tcph, hlen);
+		th->seq = uiw_be32_of(s);
+		th->flags = flags;
+		tcp_checksum(t, f, th, c->laddr, c->raddr, hlen + n,
+			     soft ? (uint32_t)(uint16_t)known : PAYLOAD_SUM_NONE,
+			     soft ? hdr_fields_sum(c->lport, c->rport, s, ack, flags, win, optlen) +
+				    opts_raw : 0);
+		if (over) {
+			uiw_mbuf_over(f, m);
+			tcp_count(t, UIW_TCP_C_tx_over);
+		} else {
+			rte_pktmbuf_attach(mi, m);
+			mi->data_off = m->data_off;
+			mi->data_len = (uint16_t)n;
+			mi->pkt_len = n;
+			mi->ol_flags &= ~t->record_flag;
+			f->next = mi;
+			f->nb_segs = 2;
+			f->pkt_len += n;
+		}
+		uiw_net_run_send(t->net, f);
+		c->st.segs_out++;
+		c->st.bytes_out += n;
+		tcp_count(t, UIW_TCP_C_tx_segs);
+		tcp_count(t, UIW_TCP_C_tx_run_segs);
+		done += n;
+		mseq += n;
+		m = next;
+	}
+	if (done == 0)
+		return 0;
+	if (m != NULL) {
+		c->sq.cur = m;
+		c->sq.cur_seq = mseq;
+	}
+	/* As send_segment_ts() after an ACK (no SACK blocks were owed). */
+	c->last_ack_sent = ack;
+	c->dsack_pending = false;
+	c->sack_owed = false;
+	c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
+	c->t_delack = 0;
+	c->unacked_segs = 0;
+	return done;
+}
+
 int uiw_tcp_send_segment(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags)
 {
 	return send_segment_ts(c, seq, len, flags, uiw_tcp_ts_now(c->tcp), 0);
@@ -1013,7 +1157,14 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 				break;
 			room = seq_min(rwnd_end, cwnd_end) - c->snd_nxt;
 		}
-		/* A frame of many segments for the PMD to cut (TSO), or one segment. */
+		/* Whole records on headers built once (no TSO), */
+		if (c->tcp->port->tso_max == 0 && !(c->flags & TF_IN_RECOVERY)) {
+			n = (int)send_run(c, c->snd_nxt, u32_min(room, end - c->snd_nxt), end,
+					  uiw_tcp_ts_now(c->tcp));
+			if (n > 0)
+				goto sent;
+		}
+		/* a frame of many segments for the PMD to cut (TSO), or one segment. */
 		segsz = 0;
 		len = c->tcp->port->tso_max != 0 && !(c->flags & TF_IN_RECOVERY)
 		      ? tso_plan(c, c->snd_nxt, u32_min(room, end - c->snd_nxt), &segsz) : 0;
@@ -1050,6 +1201,7 @@ static bool output_new_data(struct uiw_tcp_conn *c, uint32_t pipe)
 		 * "retransmissions timed out" within milliseconds.) */
 		if (n <= 0)
 			break;
+sent:
 		uiw_tcp_sent_data(c, c->snd_nxt, (uint32_t)n);
 		c->snd_nxt += (uint32_t)n;
 		pipe += (uint32_t)n;

@@ -129,6 +129,16 @@ static inline uiw_be16 uiw_inet_cksum_of(uint16_t sum)
 	return uiw_be16_of((uint16_t)~sum);
 }
 
+/** The sum (host order, not folded) of the fields of a 20-byte header uiw_ipv4_build()
+ *  writes that do not change from packet to packet: all but the length, identification
+ *  and checksum. */
+static inline uint32_t uiw_ipv4_sum_fixed(uint8_t proto, uint32_t src, uint32_t dst)
+{
+	return ((UIW_IPV4_VERSION << 4 | UIW_IPV4_HDR_LEN / 4) << 8) + UIW_IPV4_FLAG_DF +
+	       ((uint32_t)UIW_IPV4_DEFAULT_TTL << 8 | proto) + (src >> 16) + (src & 0xffff) +
+	       (dst >> 16) + (dst & 0xffff);
+}
+
 /**
  * Fills a 20-byte header (no options) and its checksum. The checksum is summed from the
  * values, not read back from the header: loads wider than the stores that just wrote it
@@ -137,10 +147,8 @@ static inline uiw_be16 uiw_inet_cksum_of(uint16_t sum)
 static inline void uiw_ipv4_build(struct uiw_ipv4_hdr *h, uint8_t proto, uint32_t src,
 				  uint32_t dst, uint16_t payload_len, uint16_t id)
 {
-	uint32_t sum = ((UIW_IPV4_VERSION << 4 | UIW_IPV4_HDR_LEN / 4) << 8) +
-		       (uint32_t)(UIW_IPV4_HDR_LEN + payload_len) + id + UIW_IPV4_FLAG_DF +
-		       ((uint32_t)UIW_IPV4_DEFAULT_TTL << 8 | proto) + (src >> 16) + (src & 0xffff) +
-		       (dst >> 16) + (dst & 0xffff);
+	uint32_t sum = uiw_ipv4_sum_fixed(proto, src, dst) +
+		       (uint32_t)(UIW_IPV4_HDR_LEN + payload_len) + id;
 
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);

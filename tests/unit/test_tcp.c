@@ -2099,6 +2099,157 @@ START_TEST(frames_over_queued_records)
 }
 END_TEST
 
+/* Queues @p n records of @p len octets of @p d on @p c, each with its sum noted right,
+ * or (at index @p unsummed) none. */
+static void queue_summed_records(struct uiw_tcp_conn *c, const uint8_t *d, unsigned n,
+				 unsigned len, unsigned unsummed)
+{
+	for (unsigned k = 0; k < n; k++) {
+		struct rte_mbuf *m = frame_copy(d + k * len, len);
+
+		if (k != unsummed)
+			uiw_tcp_mark_summed(c, m, uiw_raw_sum(d + k * len, len));
+		ck_assert_int_eq(uiw_tcp_send(c, m, UIW_TCP_SEND_RECORD), 0);
+	}
+}
+
+/*
+ * A run (send_run(), tcp_out.c): on a port without TSO, whole records sent in one pass on
+ * headers built once are the frames the segment-by-segment path sends, octet for octet
+ * but for the IPv4 identification and the sequence numbers and the two checksums that
+ * follow from them: one record a segment (RFC 5044 §8), the same options (timestamps),
+ * window and acknowledgement, PSH on the last only, checksums right. _i: 0, a port that
+ * copies each frame (frames over the records' buffers); 1, one that keeps frames until its
+ * peer has read them (over them too); 2, one that takes chains (the payload by an
+ * indirect mbuf). The same six records go first with runs on, then again with them off.
+ */
+START_TEST(runs_send_the_frames_segments_would)
+{
+	enum { N = 6, LEN = 1000 };
+	struct out syn = establish_passive(syn_opts, sizeof(syn_opts)), o;
+	const uint64_t *ctr = uiw_tcp_counters(T);
+	struct uiw_tcp_conn *c = ev.accepted;
+	static uint8_t d[N * LEN], fr[2][N][2048];
+	size_t flen[2][N];
+	uint32_t first = syn.seq + 1;
+	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 102 };
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 7 + i / 251);
+	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	fx_port.port.tx_ext = _i == 0;
+	fx_port.port.tx_over = _i == 1;
+	fx_port.port.tx_offloads |= _i == 2 ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
+	for (unsigned pass = 0; pass < 2; pass++) {
+		uint32_t base = first + pass * N * LEN;
+		uint64_t runs = ctr[UIW_TCP_C_tx_run_segs];
+
+		T->tx_runs = pass == 0;
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = base, .flags = UIW_TCP_ACK,
+				      .win0 = true, .opts = ts, .optlen = sizeof(ts) });
+		queue_summed_records(c, d, N, LEN, N);
+		fake_port_clear(&fx_port);
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = base, .flags = UIW_TCP_ACK,
+				      .win = 65535, .opts = ts, .optlen = sizeof(ts) });
+		ck_assert_uint_eq(fx_port.nsent, N);
+		ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs] - runs, pass == 0 ? N : 0);
+		for (unsigned k = 0; k < N; k++) {
+			sent(k, &o);   /* checks both checksums */
+			ck_assert_uint_eq(o.seq, base + k * LEN);
+			ck_assert_uint_eq(o.ack, PEER_ISN + 1);
+			ck_assert_uint_eq(o.flags, UIW_TCP_ACK | (k == N - 1 ? UIW_TCP_PSH : 0));
+			ck_assert_uint_eq(o.len, LEN);
+			ck_assert_mem_eq(o.data, d + k * LEN, LEN);
+			ck_assert_ptr_nonnull(opt(&o, 8));
+			ck_assert_int_eq(uiw_mbuf_is_over(fx_port.sent[k]), _i != 2);
+			flen[pass][k] = frame_bytes(fx_port.sent[k], fr[pass][k], sizeof(fr[pass][k]));
+		}
+		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = base + N * LEN, .flags = UIW_TCP_ACK,
+				      .win = 65535, .opts = ts, .optlen = sizeof(ts) });
+		ck_assert_uint_eq(c->snd_una, base + N * LEN);
+	}
+	for (unsigned k = 0; k < N; k++) {
+		static const struct { unsigned at, len; } differ[] = {
+			{ 18, 2 }, { 24, 2 }, { 38, 4 }, { 50, 2 },   /* IPv4 id and sum, TCP seq, sum */
+		};
+
+		ck_assert_uint_eq(flen[0][k], flen[1][k]);
+		for (unsigned i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+			memset(fr[0][k] + differ[i].at, 0, differ[i].len);
+			memset(fr[1][k] + differ[i].at, 0, differ[i].len);
+		}
+		ck_assert_mem_eq(fr[0][k], fr[1][k], flen[0][k]);
+	}
+	fx_port.port.tx_ext = false;
+	fx_port.port.tx_over = false;
+	fx_port.port.tx_offloads &= ~RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	T->tx_runs = true;
+}
+END_TEST
+
+/*
+ * A record that does not qualify ends a run and goes its own way; the next run starts
+ * after it: here the fourth of eight has no sum noted, so it is summed as it is sent, and
+ * runs carry the other seven. With SACK blocks to send (an out-of-order segment held),
+ * no run is made: the segments carry the blocks.
+ */
+START_TEST(runs_end_at_a_record_that_does_not_qualify)
+{
+	enum { N = 8, LEN = 400 };
+	struct out syn = establish_passive(syn_opts, sizeof(syn_opts)), o;
+	const uint64_t *ctr = uiw_tcp_counters(T);
+	struct uiw_tcp_conn *c = ev.accepted;
+	static uint8_t d[N * LEN];
+	uint32_t first = syn.seq + 1;
+	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 102 }, junk[100] = { 0 };
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 5 + 3);
+	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	fx_port.port.tx_ext = true;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win0 = true,
+			      .opts = ts, .optlen = sizeof(ts) });
+	queue_summed_records(c, d, N, LEN, 3);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win = 65535,
+			      .opts = ts, .optlen = sizeof(ts) });
+	ck_assert_uint_eq(fx_port.nsent, N);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs], N - 1);
+	for (unsigned k = 0; k < N; k++) {
+		sent(k, &o);
+		ck_assert_uint_eq(o.seq, first + k * LEN);
+		ck_assert_mem_eq(o.data, d + k * LEN, LEN);
+	}
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + N * LEN, .flags = UIW_TCP_ACK,
+			      .win0 = true, .opts = ts, .optlen = sizeof(ts) });
+
+	/* An out-of-order segment from the peer, held: SACK blocks are owed with every
+	 * segment. Then the window opens (on a segment past the held one, as the peer's
+	 * next would be). */
+	inject(&(struct seg){ .seq = PEER_ISN + 1 + 500, .ack = first + N * LEN, .flags = UIW_TCP_ACK,
+			      .win0 = true, .opts = ts, .optlen = sizeof(ts), .data = junk,
+			      .len = sizeof(junk) });
+	ck_assert_uint_eq(c->nooo, 1);
+	queue_summed_records(c, d, N, LEN, N);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1 + 500 + sizeof(junk), .ack = first + N * LEN,
+			      .flags = UIW_TCP_ACK, .win = 65535, .opts = ts, .optlen = sizeof(ts) });
+	ck_assert_uint_ge(fx_port.nsent, N);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs], N - 1);
+	for (unsigned k = 0, data = 0; k < fx_port.nsent; k++) {
+		sent(k, &o);
+		if (o.len == 0)
+			continue;
+		/* The first, at SND.UNA, may leave them to a pure ACK (segment_opts()). */
+		if (data > 0)
+			ck_assert_ptr_nonnull(opt(&o, 5));
+		ck_assert_mem_eq(o.data, d + data, o.len);
+		data += o.len;
+	}
+	fx_port.port.tx_ext = false;
+}
+END_TEST
+
 /*
  * The walk that frees acknowledged mbufs asks early for the ones it frees next: each queued
  * mbuf names the one TCP_SQ_AHEAD places behind it, named as that one is queued, and only
@@ -2983,6 +3134,8 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, payload_summed_as_copied, 0, 3);
 	tcase_add_test(tc, noted_sum_taken_when_copied_whole);
 	tcase_add_loop_test(tc, frames_over_queued_records, 0, 2);
+	tcase_add_loop_test(tc, runs_send_the_frames_segments_would, 0, 3);
+	tcase_add_test(tc, runs_end_at_a_record_that_does_not_qualify);
 	tcase_add_test(tc, send_queue_names_mbufs_ahead);
 	tcase_add_test(tc, ready_over_puts_the_headers_on_a_line);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
