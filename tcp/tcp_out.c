@@ -899,9 +899,10 @@ static bool run_takes(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t seq, 
  * A record goes in a run when all of that holds for it: one whole queued mbuf and a record
  * start, within the window, the MSS and the port's queue, long enough to go by reference
  * (UIW_TCP_TX_OVER_MIN), not gathered, not lent, its sum noted where TCP sums; and a run
- * is made only with no SACK blocks to send (they change the options from segment to
- * segment). The first record that does not qualify ends the run, and goes by
- * send_segment_ts(). @return payload octets sent (0: none).
+ * is made only of data never sent (a retransmission is counted and kept from the RTT's
+ * timing segment by segment, uiw_tcp_sent_data()) and with no SACK blocks to send (they
+ * change the options from segment to segment). The first record that does not qualify
+ * ends the run, and goes by send_segment_ts(). @return payload octets sent (0: none).
  */
 static uint32_t send_run(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, uint32_t end,
 			 uint32_t tsval)
@@ -918,8 +919,8 @@ static uint32_t send_run(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, ui
 	uint16_t win = 0;
 	struct rte_mbuf *m;
 
-	if (!t->tx_runs || !c->records || room < UIW_TCP_TX_OVER_MIN || c->sack_owed ||
-	    (!over && !(port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) ||
+	if (!t->tx_runs || !c->records || seq != c->snd_max || room < UIW_TCP_TX_OVER_MIN ||
+	    c->sack_owed || (!over && !(port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) ||
 	    ((c->flags & TF_SACK_OK) && (c->nooo > 0 || c->dsack_pending)))
 		return 0;
 	m = sndq_find(c, seq, &mseq);

@@ -2251,6 +2251,59 @@ START_TEST(runs_end_at_a_record_that_does_not_qualify)
 END_TEST
 
 /*
+ * A run is made of data never sent: what goes again after the retransmission timer took
+ * SND.NXT back goes segment by segment, each counted as a retransmission (and none timed,
+ * Karn), even where several records leave in one pass.
+ */
+START_TEST(runs_leave_retransmissions_to_segments)
+{
+	enum { N = 4, LEN = 1000 };
+	struct out syn = establish_passive(syn_opts, sizeof(syn_opts)), o;
+	const uint64_t *ctr = uiw_tcp_counters(T);
+	struct uiw_tcp_conn *c = ev.accepted;
+	static uint8_t d[N * LEN];
+	uint32_t first = syn.seq + 1;
+	uint64_t runs, rexmits;
+	unsigned again = 0;
+	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 102 };
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 3 + 1);
+	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	fx_port.port.tx_ext = true;
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win0 = true,
+			      .opts = ts, .optlen = sizeof(ts) });
+	queue_summed_records(c, d, N, LEN, N);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win = 65535,
+			      .opts = ts, .optlen = sizeof(ts) });
+	ck_assert_uint_eq(fx_port.nsent, N);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs], N);
+	runs = ctr[UIW_TCP_C_tx_run_segs];
+	rexmits = ctr[UIW_TCP_C_retransmits];
+
+	/* Nothing acknowledged: the timer takes SND.NXT back; then the first record's ACK
+	 * lets the rest go again, two or more of them in one pass. */
+	fake_port_clear(&fx_port);
+	advance(1200 * MS);
+	ck_assert_uint_ge(ctr[UIW_TCP_C_rto_expiries], 1);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first + LEN, .flags = UIW_TCP_ACK,
+			      .win = 65535, .opts = ts, .optlen = sizeof(ts) });
+	for (unsigned k = 0; k < fx_port.nsent; k++) {
+		sent(k, &o);
+		if (o.len > 0) {
+			ck_assert(seq_lt(o.seq, first + N * LEN));
+			again++;
+		}
+	}
+	ck_assert_uint_ge(again, 3);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs], runs);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_retransmits] - rexmits, again);
+	fx_port.port.tx_ext = false;
+}
+END_TEST
+
+/*
  * The walk that frees acknowledged mbufs asks early for the ones it frees next: each queued
  * mbuf names the one TCP_SQ_AHEAD places behind it, named as that one is queued, and only
  * while the mbuf that holds the name is still queued (a freed one may be someone else's by
@@ -3136,6 +3189,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, frames_over_queued_records, 0, 2);
 	tcase_add_loop_test(tc, runs_send_the_frames_segments_would, 0, 3);
 	tcase_add_test(tc, runs_end_at_a_record_that_does_not_qualify);
+	tcase_add_test(tc, runs_leave_retransmissions_to_segments);
 	tcase_add_test(tc, send_queue_names_mbufs_ahead);
 	tcase_add_test(tc, ready_over_puts_the_headers_on_a_line);
 	tcase_add_loop_test(tc, gathered_records_sent_as_their_parts, 0, 3);
