@@ -763,6 +763,19 @@ static bool port_holds_back(struct uiw_tcp_conn *c, uint32_t len, uint8_t flags)
 	return true;
 }
 
+/* A segment carrying ACK = RCV.NXT has gone: nothing is owed now but SACK blocks left out
+ * of it (@p sack_left, segment_opts()). */
+static void ack_sent(struct uiw_tcp_conn *c, bool sack_left)
+{
+	c->last_ack_sent = c->rcv_nxt;
+	if (!sack_left)
+		c->dsack_pending = false;   /* reported once (in the options just built) */
+	c->sack_owed = sack_left;
+	c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
+	c->t_delack = 0;
+	c->unacked_segs = 0;
+}
+
 /*
  * Sends one segment from @p seq: SYN and FIN as @p flags say, up to @p len payload bytes
  * from the send queue (fewer at a record start or the MTU). Every segment but a SYN in
@@ -841,15 +854,8 @@ static int send_segment_ts(struct uiw_tcp_conn *c, uint32_t seq, uint32_t len, u
 	tcp_checksum(t, m, th, c->laddr, c->raddr, hlen + n, payload_sum,
 		     payload_sum != PAYLOAD_SUM_NONE
 		     ? hdr_raw_sum(c->lport, c->rport, seq, ack, flags, win, opts, optlen) : 0);
-	if (flags & UIW_TCP_ACK) {
-		c->last_ack_sent = c->rcv_nxt;
-		if (!sack_left)
-			c->dsack_pending = false;   /* reported once (in the options just built) */
-		c->sack_owed = sack_left;
-		c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
-		c->t_delack = 0;
-		c->unacked_segs = 0;
-	}
+	if (flags & UIW_TCP_ACK)
+		ack_sent(c, sack_left);
 	if (tso_segsz != 0) {
 		uint32_t segs = (n + tso_segsz - 1) / tso_segsz;
 
@@ -996,13 +1002,7 @@ static uint32_t send_run(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, ui
 		c->sq.cur = m;
 		c->sq.cur_seq = mseq;
 	}
-	/* As send_segment_ts() after an ACK (no SACK blocks were owed). */
-	c->last_ack_sent = ack;
-	c->dsack_pending = false;
-	c->sack_owed = false;
-	c->flags &= (uint16_t)~(TF_ACK_NOW | TF_DELACK);
-	c->t_delack = 0;
-	c->unacked_segs = 0;
+	ack_sent(c, false);   /* no SACK blocks were owed */
 	return done;
 }
 

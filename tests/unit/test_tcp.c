@@ -2113,6 +2113,29 @@ static void queue_summed_records(struct uiw_tcp_conn *c, const uint8_t *d, unsig
 	}
 }
 
+/* The peer's timestamp option for segments after establish_passive() with syn_opts,
+ * echoing our SYN-ACK's (@p syn). */
+static void peer_ts(const struct out *syn, uint8_t ts[12])
+{
+	static const uint8_t base[12] = { 1, 1, 8, 10, 0, 0, 0, 102 };
+
+	memcpy(ts, base, sizeof(base));
+	memcpy(ts + 8, opt(syn, 8) + 2, 4);
+}
+
+/* With the peer's window shut (acknowledging @p una), queues the records of
+ * queue_summed_records(); then the window opens, and what that sends is in fx_port. */
+static void records_then_window(struct uiw_tcp_conn *c, uint32_t una, const uint8_t ts[12],
+				const uint8_t *d, unsigned n, unsigned len, unsigned unsummed)
+{
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win0 = true,
+			      .opts = ts, .optlen = 12 });
+	queue_summed_records(c, d, n, len, unsummed);
+	fake_port_clear(&fx_port);
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = una, .flags = UIW_TCP_ACK, .win = 65535,
+			      .opts = ts, .optlen = 12 });
+}
+
 /*
  * A run (send_run(), tcp_out.c): on a port without TSO, whole records sent in one pass on
  * headers built once are the frames the segment-by-segment path sends, octet for octet
@@ -2132,11 +2155,11 @@ START_TEST(runs_send_the_frames_segments_would)
 	static uint8_t d[N * LEN], fr[2][N][2048];
 	size_t flen[2][N];
 	uint32_t first = syn.seq + 1;
-	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 102 };
+	uint8_t ts[12];
 
 	for (unsigned i = 0; i < sizeof(d); i++)
 		d[i] = (uint8_t)(i * 7 + i / 251);
-	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	peer_ts(&syn, ts);
 	fx_port.port.tx_ext = _i == 0;
 	fx_port.port.tx_over = _i == 1;
 	fx_port.port.tx_offloads |= _i == 2 ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
@@ -2145,12 +2168,7 @@ START_TEST(runs_send_the_frames_segments_would)
 		uint64_t runs = ctr[UIW_TCP_C_tx_run_segs];
 
 		T->tx_runs = pass == 0;
-		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = base, .flags = UIW_TCP_ACK,
-				      .win0 = true, .opts = ts, .optlen = sizeof(ts) });
-		queue_summed_records(c, d, N, LEN, N);
-		fake_port_clear(&fx_port);
-		inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = base, .flags = UIW_TCP_ACK,
-				      .win = 65535, .opts = ts, .optlen = sizeof(ts) });
+		records_then_window(c, base, ts, d, N, LEN, N);
 		ck_assert_uint_eq(fx_port.nsent, N);
 		ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs] - runs, pass == 0 ? N : 0);
 		for (unsigned k = 0; k < N; k++) {
@@ -2201,18 +2219,13 @@ START_TEST(runs_end_at_a_record_that_does_not_qualify)
 	struct uiw_tcp_conn *c = ev.accepted;
 	static uint8_t d[N * LEN];
 	uint32_t first = syn.seq + 1;
-	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 102 }, junk[100] = { 0 };
+	uint8_t ts[12], junk[100] = { 0 };
 
 	for (unsigned i = 0; i < sizeof(d); i++)
 		d[i] = (uint8_t)(i * 5 + 3);
-	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	peer_ts(&syn, ts);
 	fx_port.port.tx_ext = true;
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win0 = true,
-			      .opts = ts, .optlen = sizeof(ts) });
-	queue_summed_records(c, d, N, LEN, 3);
-	fake_port_clear(&fx_port);
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win = 65535,
-			      .opts = ts, .optlen = sizeof(ts) });
+	records_then_window(c, first, ts, d, N, LEN, 3);
 	ck_assert_uint_eq(fx_port.nsent, N);
 	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs], N - 1);
 	for (unsigned k = 0; k < N; k++) {
@@ -2265,18 +2278,13 @@ START_TEST(runs_leave_retransmissions_to_segments)
 	uint32_t first = syn.seq + 1;
 	uint64_t runs, rexmits;
 	unsigned again = 0;
-	uint8_t ts[12] = { 1, 1, 8, 10, 0, 0, 0, 102 };
+	uint8_t ts[12];
 
 	for (unsigned i = 0; i < sizeof(d); i++)
 		d[i] = (uint8_t)(i * 3 + 1);
-	memcpy(ts + 8, opt(&syn, 8) + 2, 4);
+	peer_ts(&syn, ts);
 	fx_port.port.tx_ext = true;
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win0 = true,
-			      .opts = ts, .optlen = sizeof(ts) });
-	queue_summed_records(c, d, N, LEN, N);
-	fake_port_clear(&fx_port);
-	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = first, .flags = UIW_TCP_ACK, .win = 65535,
-			      .opts = ts, .optlen = sizeof(ts) });
+	records_then_window(c, first, ts, d, N, LEN, N);
 	ck_assert_uint_eq(fx_port.nsent, N);
 	ck_assert_uint_eq(ctr[UIW_TCP_C_tx_run_segs], N);
 	runs = ctr[UIW_TCP_C_tx_run_segs];
