@@ -148,6 +148,26 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
 	return 0;
 }
 
+/*
+ * Where the next search starts: @p m, holding sequence @p mseq, or where @p m is NULL (all
+ * of the queue was taken), the last mbuf taken, @p last from @p last_seq. Without the
+ * second, every pass that finds the queue taken to its end searches again from SND.UNA,
+ * one cache miss an mbuf in flight (a window's worth, some 65 of them, for each pass of a
+ * stream).
+ */
+static void sndq_cursor(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t mseq,
+			struct rte_mbuf *last, uint32_t last_seq)
+{
+	if (m == NULL) {
+		m = last;
+		mseq = last_seq;
+	}
+	if (m != NULL) {
+		c->sq.cur = m;
+		c->sq.cur_seq = mseq;
+	}
+}
+
 /* The mbuf holding sequence @p seq and the sequence of its first byte. */
 static struct rte_mbuf *sndq_find(struct uiw_tcp_conn *c, uint32_t seq, uint32_t *mseq)
 {
@@ -389,8 +409,9 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 {
 	/* A TSO frame spans records: the PMD's cuts keep them apart (tso_plan()). */
 	uint64_t record = tso ? 0 : c->tcp->record_flag;
-	uint32_t mseq, done = 0;
+	uint32_t mseq, done = 0, taken_seq = 0;
 	struct rte_mbuf *m = sndq_find(c, seq, &mseq), *last = rte_pktmbuf_lastseg(seg);
+	struct rte_mbuf *taken = NULL;
 
 	while (m != NULL && done < max) {
 		uint32_t off = seq + done - mseq;
@@ -401,14 +422,13 @@ static uint32_t sndq_take(struct uiw_tcp_conn *c, uint32_t seq, uint32_t max,
 			break;
 		done += n;
 		if (off + n == m->data_len) {
+			taken = m;
+			taken_seq = mseq;
 			mseq += m->data_len;
 			m = m->next;
 		}
 	}
-	if (m != NULL) {
-		c->sq.cur = m;
-		c->sq.cur_seq = mseq;
-	}
+	sndq_cursor(c, m, mseq, taken, taken_seq);
 	return done;
 }
 
@@ -921,9 +941,9 @@ static uint32_t send_run(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, ui
 	struct uiw_net_run nr;
 	uint8_t tcph[UIW_TCP_HDR_LEN + 40];
 	unsigned optlen, hlen;
-	uint32_t mseq, done = 0, max, ack = 0, opts_raw;
+	uint32_t mseq, done = 0, max, ack = 0, opts_raw, taken_seq = 0;
 	uint16_t win = 0;
-	struct rte_mbuf *m;
+	struct rte_mbuf *m, *taken = NULL;
 
 	if (!t->tx_runs || !c->records || seq != c->snd_max || room < UIW_TCP_TX_OVER_MIN ||
 	    c->sack_owed || (!over && !(port->tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) ||
@@ -993,15 +1013,14 @@ static uint32_t send_run(struct uiw_tcp_conn *c, uint32_t seq, uint32_t room, ui
 		tcp_count(t, UIW_TCP_C_tx_segs);
 		tcp_count(t, UIW_TCP_C_tx_run_segs);
 		done += n;
+		taken = m;
+		taken_seq = mseq;
 		mseq += n;
 		m = next;
 	}
 	if (done == 0)
 		return 0;
-	if (m != NULL) {
-		c->sq.cur = m;
-		c->sq.cur_seq = mseq;
-	}
+	sndq_cursor(c, m, mseq, taken, taken_seq);
 	ack_sent(c, false);   /* no SACK blocks were owed */
 	return done;
 }
