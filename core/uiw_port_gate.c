@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -269,6 +270,47 @@ void uiw_pages_touch(uintptr_t lo, uintptr_t hi, uintptr_t page)
 		__atomic_store_n(&populate_off, true, __ATOMIC_RELAXED);
 	for (uintptr_t a = lo; a < hi; a += page)
 		__atomic_fetch_add((uint8_t *)a, 0, __ATOMIC_RELAXED);
+}
+
+/* Pages touched between two looks at the clock: 1 MiB of 4 KiB pages, 4 ms at 15 us each. */
+#define TOUCH_STEP 256u
+
+/* Pages mincore() is asked about at a time: 64 MiB of 4 KiB pages. */
+#define TOUCH_CHUNK 16384u
+
+uint64_t uiw_pages_touch_resident(uintptr_t lo, uint64_t len, uintptr_t page, uint64_t budget,
+				  uint64_t end_ns)
+{
+	unsigned char *in = malloc(TOUCH_CHUNK);
+	uint64_t done = 0;
+	size_t left = len / page;
+
+	if (in == NULL)
+		return 0;
+	while (left > 0 && done < budget && uiw_now_ns() < end_ns) {
+		size_t n = left < TOUCH_CHUNK ? left : TOUCH_CHUNK;
+		uintptr_t base = lo + (left - n) * page;
+
+		left -= n;
+		if (mincore((void *)base, n * page, in) != 0)
+			break;
+		for (size_t i = n; i > 0 && done < budget;) {
+			size_t end;
+
+			while (i > 0 && !(in[i - 1] & 1))
+				i--;
+			end = i;
+			while (i > 0 && (in[i - 1] & 1) && end - i < TOUCH_STEP &&
+			       done + (uint64_t)(end - i + 1) * page <= budget)
+				i--;
+			if (end == i || uiw_now_ns() >= end_ns)
+				break;
+			uiw_pages_touch(base + i * page, base + end * page, page);
+			done += (uint64_t)(end - i) * page;
+		}
+	}
+	free(in);
+	return done;
 }
 
 /*
