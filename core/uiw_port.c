@@ -652,8 +652,9 @@ none:
  * round trips (p99 7.3-7.9 us against 2.2-2.5 after as many to warm up; docs/BENCHMARKS.md),
  * as memif did before its gate touched its region. So when the guest comes up, the pages
  * of its memory table that it has used (resident: mincore()) are entered in this process's
- * page tables and written once, from the top down, up to GUEST_TOUCH_MAX. Pages it never
- * used are left: the PMD meets them no sooner than the guest does. This runs in the vhost
+ * page tables and written once, from the top down, up to GUEST_TOUCH_MAX and for
+ * GUEST_TOUCH_NS at most (the port makes no burst meanwhile). Pages it never used are
+ * left: the PMD meets them no sooner than the guest does. This runs in the vhost
  * library's own thread, in new_device() (the PMD raises its link-up event there), so the
  * table cannot be unmapped meanwhile: only that thread changes it.
  */

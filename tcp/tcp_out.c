@@ -152,8 +152,8 @@ int uiw_tcp_sndq_own(struct uiw_tcp_conn *c)
  * Where the next search starts: @p m, holding sequence @p mseq, or where @p m is NULL (all
  * of the queue was taken), the last mbuf taken, @p last from @p last_seq. Without the
  * second, every pass that finds the queue taken to its end searches again from SND.UNA,
- * one cache miss an mbuf in flight (a window's worth, some 65 of them, for each pass of a
- * stream).
+ * one cache miss an mbuf in flight (up to 256, a lone connection's share of the send
+ * queues), for each pass of a stream.
  */
 static void sndq_cursor(struct uiw_tcp_conn *c, struct rte_mbuf *m, uint32_t mseq,
 			struct rte_mbuf *last, uint32_t last_seq)
