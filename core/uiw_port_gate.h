@@ -71,9 +71,11 @@ void uiw_pages_touch(uintptr_t lo, uintptr_t hi, uintptr_t page);
 
 /**
  * uiw_pages_touch() over the pages of [@p lo, @p lo + @p len) that are resident (mincore():
- * some process has used them), from the top down, @p budget octets at most, and none once
- * the clock (uiw_now_ns()) reaches @p end_ns, looked at every 256 pages: the deadline a
- * vhost-user side keeps while its port's bursts wait (a peer's ARP request among them).
+ * some process has used them), from the top down (DPDK's heap carves each block from the
+ * end of the free space, so a guest's pools and rings lie at the top of its memory),
+ * @p budget octets at most, and none once the clock (uiw_now_ns()) reaches @p end_ns,
+ * looked at every 256 pages: the deadline a vhost-user side keeps while its port's bursts
+ * wait (a peer's ARP request among them).
  * @return the octets touched.
  */
 uint64_t uiw_pages_touch_resident(uintptr_t lo, uint64_t len, uintptr_t page, uint64_t budget,

@@ -138,8 +138,8 @@ END_TEST
 
 /*
  * What a vhost-user side touches of its guest's memory before its first frames: the
- * resident pages only (some process used them), from the top down, within the budget, and
- * none once the deadline is reached, so that a large guest cannot hold the port's bursts
+ * resident pages only (some process used them), within the budget, and none once the
+ * deadline is reached, so that a large guest cannot hold the port's bursts
  * (and a peer's ARP request) past it. A 16 MiB shared mapping, its upper quarter written.
  */
 START_TEST(guest_pages_are_touched_until_the_deadline)
@@ -155,7 +155,7 @@ START_TEST(guest_pages_are_touched_until_the_deadline)
 	ck_assert_uint_eq(uiw_pages_touch_resident((uintptr_t)m, len, page, UINT64_MAX, far), used);
 	ck_assert_uint_eq(m[len - used], 0x5a);
 	ck_assert_uint_eq(m[len - 1], 0x5a);
-	/* The budget, taken from the top. */
+	/* No more than the budget. */
 	ck_assert_uint_eq(uiw_pages_touch_resident((uintptr_t)m, len, page, 3 * page, far),
 			  3 * page);
 	/* A deadline already reached: nothing. */
