@@ -330,7 +330,11 @@ static bool join_tail(struct uiw_mpa_deframer *d, const struct rte_mbuf *s)
 {
 	struct rte_mbuf *t = d->tail;
 
-	if (t == NULL || s->data_len > COALESCE_MAX || !RTE_MBUF_DIRECT(t) ||
+	/* Nor a tail whose CRC TCP took (uiw_tcp_rx_crc()): grown, it would lose it. TCP hands
+	 * segments joined in their burst on in one chain, before the FPDU of the first is
+	 * taken. */
+	if (t == NULL || s->data_len > COALESCE_MAX || (t->ol_flags & d->crc_flag) != 0 ||
+	    !RTE_MBUF_DIRECT(t) ||
 	    rte_mbuf_refcnt_read(t) != 1 || rte_pktmbuf_tailroom(t) < s->data_len)
 		return false;
 	memcpy(rte_pktmbuf_mtod_offset(t, uint8_t *, t->data_len), rte_pktmbuf_mtod(s, const uint8_t *),

@@ -150,8 +150,15 @@ static void eth_input(struct uiw_net *net, struct rte_mbuf *m, uint64_t now)
 
 void uiw_net_input(struct uiw_net *net, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
-	for (uint16_t i = 0; i < n; i++)
+	/* TCP may hold a segment while more of the burst follows, to join the next in-order
+	 * ones of its connection to it (tcp_in.c, "Joining a burst's segments"). */
+	for (uint16_t i = 0; i < n; i++) {
+		net->rx_more = (uint16_t)(n - 1 - i);
 		eth_input(net, pkts[i], now);
+	}
+	net->rx_more = 0;
+	if (net->l4_held)
+		net->tcp_flush(net->tcp_ctx, now);
 }
 
 void uiw_net_timer(struct uiw_net *net, uint64_t now)

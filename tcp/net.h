@@ -121,6 +121,12 @@ typedef void (*uiw_net_echo_fn)(void *arg, uint32_t src, uint16_t id, uint16_t s
  */
 typedef void (*uiw_net_l4_fn)(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
 
+/**
+ * Ends a receive burst for a transport that held segments to join them with the ones after
+ * them (uiw_net.l4_held): what it holds goes in now.
+ */
+typedef void (*uiw_net_l4_flush_fn)(void *ctx, uint64_t now);
+
 struct uiw_net {
 	struct uiw_port *port;
 	uint32_t ip;               /* host order */
@@ -136,7 +142,10 @@ struct uiw_net {
 	uiw_net_echo_fn on_echo_reply;
 	void *cb_arg;
 	uiw_net_l4_fn tcp_input;   /* set by the TCP engine */
+	uiw_net_l4_flush_fn tcp_flush;
 	void *tcp_ctx;
+	uint16_t rx_more;          /* frames of the burst in hand after the one going in */
+	bool l4_held;              /* TCP holds segments until the burst ends (tcp_flush) */
 	/* Engines of one instance (uiw_net_set_engines()): frames that came in on this
 	 * engine's queue but belong to another's connections are handed to it. */
 	unsigned engine, nengines;

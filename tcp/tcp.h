@@ -71,6 +71,7 @@
 	X(tx_over_busy, "segments not sent over their queued mbuf: a frame over it still held") \
 	X(tx_run_segs, "segments sent in a run of whole records on headers built once a pass") \
 	X(rx_large, "segments received longer than the MSS (large receive: LRO, GSO frames)") \
+	X(rx_joined, "segments joined to the one before them in their receive burst")          \
 	X(tx_nombuf, "segments not sent: no mbuf (data retried the next pass)")                   \
 	X(tx_record_wait, "sends held so as not to split a record (FPDU) at the window edge") \
 	X(tx_port_wait, "sends held for the port's full TX queue (resumed the next pass)")   \

@@ -45,6 +45,7 @@ static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
 	t->offer_ws = cfg->tcp_window_scaling != 0;
 	t->syncookies = cfg->tcp_syncookies != 0;
 	t->tx_runs = cfg->tcp_tx_runs != 0;
+	t->rx_join = cfg->tcp_rx_join != 0;
 	/* RFC 7323 §2.2: the smallest shift that lets the window cover the buffer. */
 	t->rcv_wscale = 0;
 	while (t->offer_ws && t->rcv_wscale < UIW_TCP_MAX_WS && (t->rcv_buf >> t->rcv_wscale) > 0xffff)
@@ -146,6 +147,7 @@ int uiw_tcp_create(struct uiw_tcp **out, struct uiw_net *net, const struct uiw_c
 	t->crc_flag = bit >= 0 ? 1ull << bit : 0;
 	t->ahead_off = rte_mbuf_dynfield_register(&ahead_field);
 	net->tcp_input = uiw_tcp_input;
+	net->tcp_flush = uiw_tcp_input_flush;
 	net->tcp_ctx = t;
 	*out = t;
 	return 0;
@@ -163,7 +165,9 @@ void uiw_tcp_destroy(struct uiw_tcp *t)
 			}
 	if (t->net != NULL && t->net->tcp_ctx == t) {
 		t->net->tcp_input = NULL;
+		t->net->tcp_flush = NULL;
 		t->net->tcp_ctx = NULL;
+		t->net->l4_held = false;
 	}
 	free(t->hash);
 	free(t->conns);
@@ -256,6 +260,7 @@ void uiw_tcp_conn_free(struct uiw_tcp_conn *c)
 	if (c->flags & TF_TX_BLOCKED)
 		blocked_remove(c);
 	uiw_tcp_timer_remove(c);
+	uiw_tcp_join_forget(c);
 	uiw_tcp_sndq_clear(c);
 	uiw_tcp_reass_clear(c);
 	uiw_tcp_ulp_held(c, 0, 0);   /* the layer above frees what it held with it */

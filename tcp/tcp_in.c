@@ -55,6 +55,7 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 	s->sum_owed = ck != RTE_MBUF_F_RX_L4_CKSUM_GOOD && ck != RTE_MBUF_F_RX_L4_CKSUM_NONE;
 	s->sum_off = off;
 	s->crc_noted = false;
+	s->nsegs = 1;
 	s->m = m;
 	s->sport = uiw_tcp_sport(th);
 	s->dport = uiw_tcp_dport(th);
@@ -753,8 +754,11 @@ static bool data_stage(struct uiw_tcp_conn *c, struct tcp_seg *s)
 	deliver(c, m);
 	while (!(c->flags & TF_DOOMED) && (m = uiw_tcp_reass_pull(c)) != NULL)
 		deliver(c, m);
-	/* A large-receive frame (LRO, a virtio GSO frame) is many segments: ACK it now. */
-	if (len > tcp_our_mss(c->tcp)) {
+	/* Segments joined in their burst are two or more, and so is a large-receive frame
+	 * (LRO, a virtio GSO frame): ACK them now (RFC 5681 §4.2, every second segment). */
+	if (s->nsegs > 1) {
+		had_ooo = true;
+	} else if (len > tcp_our_mss(c->tcp)) {
 		tcp_count(c->tcp, UIW_TCP_C_rx_large);
 		had_ooo = true;
 	}
@@ -834,6 +838,124 @@ static bool rss_stray(struct uiw_tcp *t, struct tcp_seg *s)
 	return true;
 }
 
+/* Hands @p s to @p c's state (consumes s->m). */
+static void seg_to_conn(struct uiw_tcp *t, struct uiw_tcp_conn *c, struct tcp_seg *s)
+{
+	t->busy = c;
+	c->st.segs_in += s->nsegs;
+	seg_arrives[c->state](c, s);
+	t->busy = NULL;
+	if (c->flags & TF_DOOMED)
+		uiw_tcp_conn_drop(c, c->doom_err);
+	else
+		uiw_tcp_mark_pending(c);
+	if (s->m != NULL)
+		rte_pktmbuf_free(s->m);
+	s->m = NULL;
+}
+
+/*
+ * Joining a burst's segments. Of a stream's full segments most come in bursts, in order,
+ * each with the ACK, window and timestamps of the one before it: TCP's input for each of
+ * them does again what it did for the first. So while more of its burst follows, an
+ * in-order data segment of an established connection is held, and the segments after it
+ * that continue it, with the same ACK, window and options, have their checksums (and
+ * CRCs) taken as they come and their payloads added to its chain; the joined segment goes
+ * in once, when a frame that does not continue it comes or the burst ends, as a large
+ * receive would (RFC 5681 §4.2: it is acknowledged at once, being two or more segments).
+ * Frames longer than the MSS (LRO, TSO frames from a guest) are many segments already
+ * and are not joined: they go in a few at a time, ACKs between (tcp_poll.c).
+ * What TCP then does is what it would have done for them one by one: nothing of them
+ * could change what it does for the next (no flag but PSH, no SACK, the same ACK and
+ * window), and their data is in order. Linux's GRO joins on the same rules.
+ */
+#define JOIN_MAX_SEGS 16          /* a budget's worth, so a join never holds a burst */
+#define JOIN_MAX_LEN 65535u
+
+static bool join_may_start(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
+			   const struct tcp_seg *s)
+{
+	return t->net->rx_more > 0 && t->rx_join && c->state == UIW_TCP_ESTABLISHED &&
+	       s->len > 0 && s->len <= tcp_our_mss(t) &&
+	       (s->flags & (uint8_t)~UIW_TCP_PSH) == UIW_TCP_ACK && s->seq == c->rcv_nxt &&
+	       c->nooo == 0 && s->opt.nsack == 0 && s->m->nb_segs < JOIN_MAX_SEGS;
+}
+
+/* Whether @p s continues the held segment. */
+static bool join_continues(const struct uiw_tcp *t, const struct tcp_join *j,
+			   const struct tcp_seg *s)
+{
+	const struct tcp_seg *h = &j->s;
+
+	return s->seq == h->seq + h->len && s->saddr == h->saddr && s->daddr == h->daddr &&
+	       s->sport == h->sport && s->dport == h->dport && s->len > 0 &&
+	       s->len <= tcp_our_mss(t) &&
+	       (s->flags & (uint8_t)~UIW_TCP_PSH) == UIW_TCP_ACK && s->ack == h->ack &&
+	       s->wnd == h->wnd && s->opt.nsack == 0 && s->opt.has_ts == h->opt.has_ts &&
+	       (!s->opt.has_ts || (s->opt.tsval == h->opt.tsval && s->opt.tsecr == h->opt.tsecr)) &&
+	       h->len + s->len <= JOIN_MAX_LEN && h->m->nb_segs + s->m->nb_segs <= JOIN_MAX_SEGS;
+}
+
+static void join_start(struct uiw_tcp *t, struct uiw_tcp_conn *c, const struct tcp_seg *s)
+{
+	t->join.c = c;
+	t->join.s = *s;
+	t->join.tail = rte_pktmbuf_lastseg(s->m);
+	t->net->l4_held = true;
+}
+
+/* Adds @p s's payload to the held segment's chain (consumes s->m). */
+static void join_add(struct uiw_tcp *t, struct tcp_seg *s)
+{
+	struct tcp_join *j = &t->join;
+	struct rte_mbuf *p = uiw_mbuf_cut_front(s->m, s->off);
+
+	s->m = NULL;
+	if (!s->crc_noted)   /* a mark not made here (payload_from()) */
+		for (struct rte_mbuf *seg = p; seg != NULL; seg = seg->next)
+			seg->ol_flags &= ~t->crc_flag;
+	j->tail->next = p;
+	j->tail = rte_pktmbuf_lastseg(p);
+	j->s.m->nb_segs = (uint16_t)(j->s.m->nb_segs + p->nb_segs);
+	j->s.m->pkt_len += p->pkt_len;
+	j->s.len += s->len;
+	j->s.flags |= s->flags;
+	j->s.nsegs++;
+	tcp_count(t, UIW_TCP_C_rx_joined);
+}
+
+/* The held segment goes in. */
+static void join_end(struct uiw_tcp *t)
+{
+	struct uiw_tcp_conn *c = t->join.c;
+	struct tcp_seg s = t->join.s;
+
+	t->join.c = NULL;
+	t->net->l4_held = false;
+	seg_to_conn(t, c, &s);
+}
+
+void uiw_tcp_input_flush(void *ctx, uint64_t now)
+{
+	struct uiw_tcp *t = ctx;
+
+	(void)now;
+	if (t->join.c != NULL)
+		join_end(t);
+	t->net->l4_held = false;
+}
+
+void uiw_tcp_join_forget(struct uiw_tcp_conn *c)
+{
+	struct uiw_tcp *t = c->tcp;
+
+	if (t->join.c != c)
+		return;
+	rte_pktmbuf_free(t->join.s.m);
+	t->join.c = NULL;
+	t->net->l4_held = false;
+}
+
 void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 {
 	struct uiw_tcp *t = ctx;
@@ -852,6 +974,18 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		rte_pktmbuf_free(m);
 		return;
 	}
+	if (t->join.c != NULL) {
+		if (join_continues(t, &t->join, &s)) {
+			if (s.sum_owed && !seg_sum_right(t, t->join.c, &s)) {
+				t->counters[UIW_TCP_C_drop_cksum]++;
+				rte_pktmbuf_free(m);
+				return;
+			}
+			join_add(t, &s);
+			return;
+		}
+		join_end(t);   /* first: its connection may go, or be the one looked up */
+	}
 	c = uiw_tcp_lookup(t, s.daddr, s.dport, s.saddr, s.sport);
 	if (s.sum_owed && !seg_sum_right(t, c, &s)) {
 		t->counters[UIW_TCP_C_drop_cksum]++;
@@ -862,16 +996,12 @@ void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now)
 		return;
 	if (c == NULL)
 		c = no_conn(t, &s);
-	if (c != NULL) {
-		t->busy = c;
-		c->st.segs_in++;
-		seg_arrives[c->state](c, &s);
-		t->busy = NULL;
-		if (c->flags & TF_DOOMED)
-			uiw_tcp_conn_drop(c, c->doom_err);
-		else
-			uiw_tcp_mark_pending(c);
+	if (c != NULL && join_may_start(t, c, &s)) {
+		join_start(t, c, &s);
+		return;
 	}
+	if (c != NULL)
+		seg_to_conn(t, c, &s);
 	if (s.m != NULL)
 		rte_pktmbuf_free(s.m);
 }

@@ -73,7 +73,17 @@ struct tcp_seg {
 	bool sum_owed;            /* the checksum is software's: not verified yet (seg_sum_right()) */
 	uint32_t sum_off;         /* the TCP header's offset in m */
 	bool crc_noted;           /* seg_sum_right() noted the payload's CRC on m */
+	uint16_t nsegs;           /* segments received in it: more than one when joined */
 	struct tcp_opts opt;
+};
+
+/* In-order segments of one connection joined within a receive burst (tcp_in.c, "Joining a
+ * burst's segments"): the first as parsed, its length, PSH and chain grown by the others'
+ * payloads. */
+struct tcp_join {
+	struct uiw_tcp_conn *c;   /* NULL: nothing held */
+	struct rte_mbuf *tail;    /* the chain's last mbuf */
+	struct tcp_seg s;
 };
 
 /* How far ahead the walk that frees acknowledged mbufs asks for the ones it frees next. */
@@ -298,7 +308,9 @@ struct uiw_tcp {
 	unsigned syn_retries, retries, ooo_max;
 	bool offer_sack, offer_ts, offer_ws, syncookies;
 	bool tx_runs;                      /* send_run() (tcp_out.c) */
+	bool rx_join;                      /* a burst's in-order segments joined (tcp_in.c) */
 	uint8_t rcv_wscale;
+	struct tcp_join join;
 	uint64_t counters[UIW_TCP_C__COUNT];
 };
 
@@ -372,6 +384,10 @@ void uiw_tcp_init_conn_params(struct uiw_tcp_conn *c);
 
 /* tcp_in.c */
 void uiw_tcp_input(void *ctx, struct rte_mbuf *m, unsigned ihl, uint64_t now);
+/* The receive burst ended: the segments held to be joined go in (uiw_net_l4_flush_fn). */
+void uiw_tcp_input_flush(void *ctx, uint64_t now);
+/* @p c goes: what is held of it to be joined is freed. */
+void uiw_tcp_join_forget(struct uiw_tcp_conn *c);
 
 /* tcp_out.c */
 void uiw_tcp_output(struct uiw_tcp_conn *c);

@@ -31,6 +31,7 @@ static struct {
 	int closed_err;
 	uint8_t data[384 * 1024];
 	uint32_t ndata;
+	unsigned recv_calls;         /* ops->recv */
 	unsigned sent_calls;         /* ops->sent */
 	uint32_t sent_bytes;         /* the octets they reported acknowledged */
 } ev;
@@ -47,6 +48,7 @@ static void cb_recv(void *u, struct uiw_tcp_conn *c, struct rte_mbuf *m)
 	(void)u;
 	(void)c;
 	ck_assert_uint_le(ev.ndata + m->pkt_len, sizeof(ev.data));
+	ev.recv_calls++;
 	frame_bytes(m, ev.data + ev.ndata, sizeof(ev.data) - ev.ndata);
 	ev.ndata += m->pkt_len;
 	rte_pktmbuf_free(m);
@@ -2758,6 +2760,106 @@ START_TEST(truncated_segment_dropped_and_counted)
 }
 END_TEST
 
+/* Hands @p n segments to the stack in one receive burst, as a PMD's burst would; those
+ * with @p bad set in @p bad_mask go with one payload octet flipped after their sums. */
+static void inject_burst(const struct seg *segs, unsigned n, uint32_t bad_mask)
+{
+	static uint8_t f[16][4200];
+	struct rte_mbuf *m[16];
+
+	ck_assert_uint_le(n, 16);
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = build_seg(f[i], &segs[i]);
+
+		if (bad_mask & (1u << i))
+			f[i][len - 1] ^= 0x10;
+		m[i] = frame_copy(f[i], len);
+	}
+	uiw_net_input(&fx_net, m, (uint16_t)n, now_ns);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+}
+
+/*
+ * A burst's in-order segments of one connection go up joined (tcp_in.c, "Joining a
+ * burst's segments"): one delivery for the run, one ACK at once for all of it. A frame that
+ * does not continue the run (another window, no payload, another connection, a gap, the
+ * last of its burst) ends it and goes its own way; a segment with a bad checksum is
+ * dropped and counted as ever, and what follows it is out of order. With tcp_rx_join off
+ * (the loop's second pass) each segment goes up alone, the octets and the ACKs' end the
+ * same.
+ */
+START_TEST(burst_segments_joined_in_order)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	const uint64_t *ctr = uiw_tcp_counters(T);
+	static uint8_t d[12 * 300];
+	uint32_t a = syn.seq + 1, q = PEER_ISN + 1;
+	bool join = _i == 0;
+
+	T->rx_join = join;
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 13 + i / 253);
+#define DSEGF(k, fl, w) { .seq = q + (k) * 300, .ack = a, .flags = (fl), .win = (w), \
+			  .data = d + (k) * 300, .len = 300 }
+#define DSEG(k) DSEGF(k, UIW_TCP_ACK, 0)
+	/* 0-2 join (2 with PSH), 3 has another window and starts a run 4 joins, a bare ACK
+	 * ends it, 5 is the burst's last and goes alone. */
+	const struct seg b1[] = {
+		DSEG(0), DSEG(1), DSEGF(2, UIW_TCP_ACK | UIW_TCP_PSH, 0), DSEGF(3, UIW_TCP_ACK, 30000),
+		DSEGF(4, UIW_TCP_ACK, 30000), { .seq = q + 5 * 300, .ack = a, .flags = UIW_TCP_ACK },
+		DSEG(5),
+	};
+
+	inject_burst(b1, RTE_DIM(b1), 0);
+	ck_assert_uint_eq(ev.ndata, 6 * 300);
+	ck_assert_mem_eq(ev.data, d, 6 * 300);
+	ck_assert_uint_eq(ev.recv_calls, join ? 3 : 6);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_rx_joined], join ? 3 : 0);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_rx_large], 0);
+	ck_assert_uint_ge(fx_port.nsent, 1);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_eq(o.ack, q + 6 * 300);   /* all of it acknowledged at once */
+	fake_port_clear(&fx_port);
+
+	/* 6 held; 7 continues it but fails its checksum: dropped; 8 is then a gap, so 6 goes
+	 * up alone and 8 waits out of order. */
+	const struct seg b2[] = { DSEG(6), DSEG(7), DSEG(8) };
+	unsigned calls = ev.recv_calls;
+
+	inject_burst(b2, RTE_DIM(b2), 1u << 1);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_drop_cksum], 1);
+	ck_assert_uint_eq(ev.ndata, 7 * 300);
+	ck_assert_uint_eq(ev.recv_calls, calls + 1);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_ooo_segs], 1);
+	fake_port_clear(&fx_port);
+
+	/* 7 again, alone in its burst: 7 and 8 go up. Then 9 and 10 around a segment of a
+	 * connection there is none of (it gets a RST): nothing joins across it. */
+	inject_burst(&b2[1], 1, 0);
+	ck_assert_uint_eq(ev.ndata, 9 * 300);
+	const struct seg b3[] = {
+		DSEG(9), { .sport = PEER_PORT + 9, .seq = 77, .ack = 5, .flags = UIW_TCP_ACK,
+			   .data = d, .len = 300 }, DSEG(10), DSEG(11),
+	};
+	uint64_t joined = ctr[UIW_TCP_C_rx_joined];
+
+	calls = ev.recv_calls;
+	fake_port_clear(&fx_port);
+	inject_burst(b3, RTE_DIM(b3), 0);
+	ck_assert_uint_eq(ev.ndata, 12 * 300);
+	ck_assert_mem_eq(ev.data, d, 12 * 300);
+	ck_assert_uint_eq(ev.recv_calls, calls + (join ? 2 : 3));   /* 9; 10 and 11 */
+	ck_assert_uint_eq(ctr[UIW_TCP_C_rx_joined] - joined, join ? 1 : 0);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_drop_no_conn], 1);
+	sent(fx_port.nsent - 1, &o);
+	ck_assert_uint_eq(o.ack, q + 12 * 300);
+#undef DSEG
+#undef DSEGF
+	T->rx_join = true;
+}
+END_TEST
+
 START_TEST(bad_checksum_dropped)
 {
 	uint8_t f[200];
@@ -3206,6 +3308,7 @@ static Suite *tcp_suite(void)
 	tcase_add_loop_test(tc, rst_after_our_fin_ends_the_close, 0, 3);
 	tcase_add_loop_test(tc, truncated_segment_dropped_and_counted, 34, 34 + 40);
 	tcase_add_test(tc, bad_checksum_dropped);
+	tcase_add_loop_test(tc, burst_segments_joined_in_order, 0, 2);
 	tcase_add_test(tc, backlog_bounds_half_open_connections);
 	tcase_add_test(tc, send_share_shrinks_with_many_connections);
 	suite_add_tcase(s, tc);
