@@ -28,7 +28,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->tcp_snd_buf = 4u << 20;
 	cfg->tcp_notsent_max = 128u << 10;
 	cfg->tcp_tx_runs = 1;
-	cfg->tcp_rx_join = 1;
+	cfg->tcp_rx_join = 8;
 	cfg->tcp_sq_mbufs = 384;
 	cfg->tcp_delack_us = 500;
 	cfg->tcp_min_rto_ms = 200;
@@ -167,7 +167,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("tcp_snd_buf", tcp_snd_buf, 4096, 1u << 30),
 	UINT_KEY("tcp_notsent_max", tcp_notsent_max, 0, 1u << 30),
 	UINT_KEY("tcp_tx_runs", tcp_tx_runs, 0, 1),
-	UINT_KEY("tcp_rx_join", tcp_rx_join, 0, 1),
+	UINT_KEY("tcp_rx_join", tcp_rx_join, 0, 64),
 	UINT_KEY("tcp_sq_mbufs", tcp_sq_mbufs, 96, 1u << 24),
 	UINT_KEY("tcp_delack_us", tcp_delack_us, 0, 500000),
 	UINT_KEY("tcp_min_rto_ms", tcp_min_rto_ms, 1, 60000),

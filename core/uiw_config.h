@@ -69,7 +69,8 @@ struct uiw_config {
 	unsigned tcp_snd_buf;              /**< send queue limit, bytes */
 	unsigned tcp_notsent_max;          /**< of it, bytes not yet sent (0: no limit) */
 	unsigned tcp_tx_runs;              /**< runs of whole records on headers built once */
-	unsigned tcp_rx_join;              /**< a receive burst's in-order segments joined */
+	unsigned tcp_rx_join;              /**< the most of a receive burst's in-order segments
+					     *   joined (0, 1: none) */
 	unsigned tcp_sq_mbufs;             /**< mbufs an engine's send queues hold together */
 	unsigned tcp_delack_us;            /**< delayed-ACK timeout; 0 = ACK every segment */
 	unsigned tcp_min_rto_ms;

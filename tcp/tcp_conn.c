@@ -45,7 +45,7 @@ static void apply_config(struct uiw_tcp *t, const struct uiw_config *cfg)
 	t->offer_ws = cfg->tcp_window_scaling != 0;
 	t->syncookies = cfg->tcp_syncookies != 0;
 	t->tx_runs = cfg->tcp_tx_runs != 0;
-	t->rx_join = cfg->tcp_rx_join != 0;
+	t->rx_join = (uint16_t)cfg->tcp_rx_join;
 	/* RFC 7323 §2.2: the smallest shift that lets the window cover the buffer. */
 	t->rcv_wscale = 0;
 	while (t->offer_ws && t->rcv_wscale < UIW_TCP_MAX_WS && (t->rcv_buf >> t->rcv_wscale) > 0xffff)

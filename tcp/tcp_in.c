@@ -869,16 +869,16 @@ static void seg_to_conn(struct uiw_tcp *t, struct uiw_tcp_conn *c, struct tcp_se
  * could change what it does for the next (no flag but PSH, no SACK, the same ACK and
  * window), and their data is in order. Linux's GRO joins on the same rules.
  */
-#define JOIN_MAX_SEGS 16          /* a budget's worth, so a join never holds a burst */
+#define JOIN_MAX_MBUFS 32         /* a budget's worth, so a join never holds a burst */
 #define JOIN_MAX_LEN 65535u
 
 static bool join_may_start(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
 			   const struct tcp_seg *s)
 {
-	return t->net->rx_more > 0 && t->rx_join && c->state == UIW_TCP_ESTABLISHED &&
+	return t->net->rx_more > 0 && t->rx_join > 1 && c->state == UIW_TCP_ESTABLISHED &&
 	       s->len > 0 && s->len <= tcp_our_mss(t) &&
 	       (s->flags & (uint8_t)~UIW_TCP_PSH) == UIW_TCP_ACK && s->seq == c->rcv_nxt &&
-	       c->nooo == 0 && s->opt.nsack == 0 && s->m->nb_segs < JOIN_MAX_SEGS;
+	       c->nooo == 0 && s->opt.nsack == 0 && s->m->nb_segs < JOIN_MAX_MBUFS;
 }
 
 /* Whether @p s continues the held segment. */
@@ -893,7 +893,8 @@ static bool join_continues(const struct uiw_tcp *t, const struct tcp_join *j,
 	       (s->flags & (uint8_t)~UIW_TCP_PSH) == UIW_TCP_ACK && s->ack == h->ack &&
 	       s->wnd == h->wnd && s->opt.nsack == 0 && s->opt.has_ts == h->opt.has_ts &&
 	       (!s->opt.has_ts || (s->opt.tsval == h->opt.tsval && s->opt.tsecr == h->opt.tsecr)) &&
-	       h->len + s->len <= JOIN_MAX_LEN && h->m->nb_segs + s->m->nb_segs <= JOIN_MAX_SEGS;
+	       h->nsegs < t->rx_join && h->len + s->len <= JOIN_MAX_LEN &&
+	       h->m->nb_segs + s->m->nb_segs <= JOIN_MAX_MBUFS;
 }
 
 static void join_start(struct uiw_tcp *t, struct uiw_tcp_conn *c, const struct tcp_seg *s)

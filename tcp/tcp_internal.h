@@ -308,7 +308,8 @@ struct uiw_tcp {
 	unsigned syn_retries, retries, ooo_max;
 	bool offer_sack, offer_ts, offer_ws, syncookies;
 	bool tx_runs;                      /* send_run() (tcp_out.c) */
-	bool rx_join;                      /* a burst's in-order segments joined (tcp_in.c) */
+	uint16_t rx_join;                  /* the most segments joined in a burst (tcp_in.c;
+					    * 0, 1: none) */
 	uint8_t rcv_wscale;
 	struct tcp_join join;
 	uint64_t counters[UIW_TCP_C__COUNT];

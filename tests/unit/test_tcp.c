@@ -2784,8 +2784,8 @@ static void inject_burst(const struct seg *segs, unsigned n, uint32_t bad_mask)
  * A burst's in-order segments of one connection go up joined (tcp_in.c, "Joining a
  * burst's segments"): one delivery for the run, one ACK at once for all of it. A frame that
  * does not continue the run (another window, no payload, another connection, a gap, the
- * last of its burst) ends it and goes its own way; a segment with a bad checksum is
- * dropped and counted as ever, and what follows it is out of order. With tcp_rx_join off
+ * last of its burst, the most tcp_rx_join allows) ends it and goes its own way; a segment
+ * with a bad checksum is dropped and counted as ever, and what follows it is out of order. With tcp_rx_join off
  * (the loop's second pass) each segment goes up alone, the octets and the ACKs' end the
  * same.
  */
@@ -2793,11 +2793,11 @@ START_TEST(burst_segments_joined_in_order)
 {
 	struct out syn = establish_passive(NULL, 0), o;
 	const uint64_t *ctr = uiw_tcp_counters(T);
-	static uint8_t d[12 * 300];
+	static uint8_t d[22 * 300];
 	uint32_t a = syn.seq + 1, q = PEER_ISN + 1;
 	bool join = _i == 0;
 
-	T->rx_join = join;
+	T->rx_join = join ? 8 : 0;
 	for (unsigned i = 0; i < sizeof(d); i++)
 		d[i] = (uint8_t)(i * 13 + i / 253);
 #define DSEGF(k, fl, w) { .seq = q + (k) * 300, .ack = a, .flags = (fl), .win = (w), \
@@ -2854,9 +2854,22 @@ START_TEST(burst_segments_joined_in_order)
 	ck_assert_uint_eq(ctr[UIW_TCP_C_drop_no_conn], 1);
 	sent(fx_port.nsent - 1, &o);
 	ck_assert_uint_eq(o.ack, q + 12 * 300);
+
+	/* At most tcp_rx_join segments go in a join: ten in a row at 4 go as 4, 4 and 2. */
+	const struct seg b4[] = { DSEG(12), DSEG(13), DSEG(14), DSEG(15), DSEG(16),
+				  DSEG(17), DSEG(18), DSEG(19), DSEG(20), DSEG(21) };
+
+	T->rx_join = join ? 4 : 0;
+	calls = ev.recv_calls;
+	joined = ctr[UIW_TCP_C_rx_joined];
+	inject_burst(b4, RTE_DIM(b4), 0);
+	ck_assert_uint_eq(ev.ndata, 22 * 300);
+	ck_assert_mem_eq(ev.data, d, 22 * 300);
+	ck_assert_uint_eq(ev.recv_calls, calls + (join ? 3 : 10));
+	ck_assert_uint_eq(ctr[UIW_TCP_C_rx_joined] - joined, join ? 7 : 0);
 #undef DSEG
 #undef DSEGF
-	T->rx_join = true;
+	T->rx_join = 8;
 }
 END_TEST
 
