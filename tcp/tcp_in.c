@@ -839,7 +839,8 @@ static bool rss_stray(struct uiw_tcp *t, struct tcp_seg *s)
 }
 
 /* Hands @p s to @p c's state (consumes s->m). */
-static void seg_to_conn(struct uiw_tcp *t, struct uiw_tcp_conn *c, struct tcp_seg *s)
+static __rte_always_inline void seg_to_conn(struct uiw_tcp *t, struct uiw_tcp_conn *c,
+					     struct tcp_seg *s)
 {
 	t->busy = c;
 	c->st.segs_in += s->nsegs;
