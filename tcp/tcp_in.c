@@ -868,9 +868,12 @@ static __rte_always_inline void seg_to_conn(struct uiw_tcp *t, struct uiw_tcp_co
  * and are not joined: they go in a few at a time, ACKs between (tcp_poll.c).
  * What TCP then does is what it would have done for them one by one: nothing of them
  * could change what it does for the next (no flag but PSH, no SACK, the same ACK and
- * window), and their data is in order. Linux's GRO joins on the same rules.
+ * window), and their data is in order. Linux's GRO joins on the same rules. Nor does a
+ * join start while the layer above holds part of a record: the receive budget's refusal
+ * (data_stage()) would then refuse the whole join where it would have taken some of its
+ * segments, and might again each time they came back in one burst.
  */
-#define JOIN_MAX_MBUFS 32         /* a budget's worth, so a join never holds a burst */
+#define JOIN_MAX_MBUFS 32         /* in a join's chain: frames in pieces bring more than one */
 #define JOIN_MAX_LEN 65535u
 
 static bool join_may_start(const struct uiw_tcp *t, const struct uiw_tcp_conn *c,
@@ -879,7 +882,8 @@ static bool join_may_start(const struct uiw_tcp *t, const struct uiw_tcp_conn *c
 	return t->net->rx_more > 0 && t->rx_join > 1 && c->state == UIW_TCP_ESTABLISHED &&
 	       s->len > 0 && s->len <= tcp_our_mss(t) &&
 	       (s->flags & (uint8_t)~UIW_TCP_PSH) == UIW_TCP_ACK && s->seq == c->rcv_nxt &&
-	       c->nooo == 0 && s->opt.nsack == 0 && s->m->nb_segs < JOIN_MAX_MBUFS;
+	       c->nooo == 0 && c->ulp_mbufs == 0 && s->opt.nsack == 0 &&
+	       s->m->nb_segs < JOIN_MAX_MBUFS;
 }
 
 /* Whether @p s continues the held segment. */

@@ -2784,7 +2784,8 @@ static void inject_burst(const struct seg *segs, unsigned n, uint32_t bad_mask)
  * A burst's in-order segments of one connection go up joined (tcp_in.c, "Joining a
  * burst's segments"): one delivery for the run, one ACK at once for all of it. A frame that
  * does not continue the run (another window, no payload, another connection, a gap, the
- * last of its burst, the most tcp_rx_join allows) ends it and goes its own way; a segment
+ * last of its burst, the most tcp_rx_join allows) ends it and goes its own way, and none
+ * starts while the layer above holds part of a record; a segment
  * with a bad checksum is dropped and counted as ever, and what follows it is out of order. With tcp_rx_join off
  * (the loop's second pass) each segment goes up alone, the octets and the ACKs' end the
  * same.
@@ -2793,7 +2794,7 @@ START_TEST(burst_segments_joined_in_order)
 {
 	struct out syn = establish_passive(NULL, 0), o;
 	const uint64_t *ctr = uiw_tcp_counters(T);
-	static uint8_t d[22 * 300];
+	static uint8_t d[24 * 300];
 	uint32_t a = syn.seq + 1, q = PEER_ISN + 1;
 	bool join = _i == 0;
 
@@ -2867,6 +2868,20 @@ START_TEST(burst_segments_joined_in_order)
 	ck_assert_mem_eq(ev.data, d, 22 * 300);
 	ck_assert_uint_eq(ev.recv_calls, calls + (join ? 3 : 10));
 	ck_assert_uint_eq(ctr[UIW_TCP_C_rx_joined] - joined, join ? 7 : 0);
+
+	/* While the layer above holds part of a record, nothing joins: the receive budget
+	 * would refuse a join whole. */
+	const struct seg b5[] = { DSEG(22), DSEG(23) };
+
+	uiw_tcp_ulp_held(ev.accepted, 10, 1);
+	calls = ev.recv_calls;
+	joined = ctr[UIW_TCP_C_rx_joined];
+	inject_burst(b5, RTE_DIM(b5), 0);
+	uiw_tcp_ulp_held(ev.accepted, 0, 0);
+	ck_assert_uint_eq(ev.ndata, 24 * 300);
+	ck_assert_mem_eq(ev.data, d, 24 * 300);
+	ck_assert_uint_eq(ev.recv_calls, calls + 2);
+	ck_assert_uint_eq(ctr[UIW_TCP_C_rx_joined], joined);
 #undef DSEG
 #undef DSEGF
 	T->rx_join = 8;
