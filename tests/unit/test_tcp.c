@@ -2782,13 +2782,13 @@ static void inject_burst(const struct seg *segs, unsigned n, uint32_t bad_mask)
 
 /*
  * A burst's in-order segments of one connection go up joined (tcp_in.c, "Joining a
- * burst's segments"): one delivery for the run, one ACK at once for all of it. A frame that
- * does not continue the run (another window, no payload, another connection, a gap, the
- * last of its burst, the most tcp_rx_join allows) ends it and goes its own way, and none
- * starts while the layer above holds part of a record; a segment
- * with a bad checksum is dropped and counted as ever, and what follows it is out of order. With tcp_rx_join off
- * (the loop's second pass) each segment goes up alone, the octets and the ACKs' end the
- * same.
+ * burst's segments"): one delivery for the run, one ACK at once for all of it. A frame
+ * that does not continue the run (another window, no payload, another connection, a gap,
+ * the last of its burst, the most tcp_rx_join allows) ends it and goes its own way, and
+ * none starts while the layer above holds part of a record; a segment with a bad checksum
+ * is dropped and counted as ever, and what follows it is out of order. With tcp_rx_join
+ * off (the loop's second pass) each segment goes up alone, the octets and the ACKs' end
+ * the same.
  */
 START_TEST(burst_segments_joined_in_order)
 {
@@ -2804,8 +2804,8 @@ START_TEST(burst_segments_joined_in_order)
 #define DSEGF(k, fl, w) { .seq = q + (k) * 300, .ack = a, .flags = (fl), .win = (w), \
 			  .data = d + (k) * 300, .len = 300 }
 #define DSEG(k) DSEGF(k, UIW_TCP_ACK, 0)
-	/* 0-2 join (2 with PSH), 3 has another window and starts a run 4 joins, a bare ACK
-	 * ends it, 5 is the burst's last and goes alone. */
+	/* 0-2 join (2 with PSH); 3 has another window and starts a run that 4 joins; a bare
+	 * ACK ends it; 5 is the burst's last and goes alone. */
 	const struct seg b1[] = {
 		DSEG(0), DSEG(1), DSEGF(2, UIW_TCP_ACK | UIW_TCP_PSH, 0), DSEGF(3, UIW_TCP_ACK, 30000),
 		DSEGF(4, UIW_TCP_ACK, 30000), { .seq = q + 5 * 300, .ack = a, .flags = UIW_TCP_ACK },
