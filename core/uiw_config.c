@@ -57,6 +57,7 @@ void uiw_config_defaults(struct uiw_config *cfg)
 	cfg->mpa_ird = 16;
 	cfg->mpa_ord = 16;
 	cfg->mpa_pd_max = 256;
+	cfg->mpa_tx_runs = 1;
 	cfg->rfc7306 = 1;
 	cfg->send_imm = 1;
 	cfg->recv_wait_ms = 1000;
@@ -190,6 +191,7 @@ static const struct uint_key uint_keys[] = {
 	UINT_KEY("mpa_ird", mpa_ird, 0, 128),
 	UINT_KEY("mpa_ord", mpa_ord, 0, 128),
 	UINT_KEY("mpa_pd_max", mpa_pd_max, 0, 512),
+	UINT_KEY("mpa_tx_runs", mpa_tx_runs, 0, 1),
 	UINT_KEY("rfc7306", rfc7306, 0, 1),
 	UINT_KEY("send_imm", send_imm, 0, 1),
 	UINT_KEY("recv_wait_ms", recv_wait_ms, 0, 600000),

@@ -95,6 +95,7 @@ struct uiw_config {
 	unsigned mpa_ird;                  /**< inbound Read Requests we serve at once */
 	unsigned mpa_ord;                  /**< outbound Read Requests at once */
 	unsigned mpa_pd_max;               /**< largest private data taken from a peer */
+	unsigned mpa_tx_runs;              /**< a message's FPDUs queued to TCP in runs */
 	unsigned rfc7306;                  /**< announce RFC 7306 (immediate data, atomics) in the
 	                                    *   MPA private data; used when the peer does too */
 	unsigned send_imm;                 /**< with rfc7306: announce Send with immediate data */

@@ -82,8 +82,9 @@ int uiw_ddp_place(const struct uiw_mpa_ulpdu *u, uint32_t from, uint32_t len,
 
 /* The pieces of [off, off + room) of body ++ SGEs into @p out (after slot 0, the header).
  * @return the pieces used. */
-static unsigned slice(const void *body, uint32_t body_len, const struct uiw_sge *sg, unsigned n,
-		      uint64_t off, uint32_t room, struct uiw_mpa_iov *out)
+static __rte_always_inline unsigned slice(const void *body, uint32_t body_len,
+					  const struct uiw_sge *sg, unsigned n, uint64_t off,
+					  uint32_t room, struct uiw_mpa_iov *out)
 {
 	unsigned k = 0;
 
@@ -110,6 +111,62 @@ static unsigned slice(const void *body, uint32_t body_len, const struct uiw_sge 
 	return k;
 }
 
+/* A message being cut into segments (send_message()). */
+struct msg {
+	uint32_t hdr_len, room;   /* room: the most payload a segment carries */
+	void (*hdr_fill)(void *hdr, const void *arg, uint64_t off, bool last);
+	const void *arg, *body;
+	uint32_t body_len;
+	const struct uiw_sge *sg;
+	unsigned n;
+	uint64_t total;
+};
+
+/* The pieces of the segment at message offset @p off into @p iov: @p hdr, filled, then
+ * the payload's. @return the payload's octets; *@p k the pieces. */
+static __rte_always_inline uint32_t segment_at(const struct msg *g, uint8_t *hdr, uint64_t off,
+					       struct uiw_mpa_iov *iov, unsigned *k)
+{
+	uint32_t want = g->total - off < g->room ? (uint32_t)(g->total - off) : g->room;
+	uint32_t len = 0;
+
+	*k = 1 + slice(g->body, g->body_len, g->sg, g->n, off, want, iov + 1);
+	iov[0] = (struct uiw_mpa_iov){ hdr, g->hdr_len };
+	for (unsigned i = 1; i < *k; i++)
+		len += iov[i].len;
+	g->hdr_fill(hdr, g->arg, off, off + len == g->total);
+	return len;
+}
+
+/*
+ * Sends what it can of the message from tx->off in runs (struct uiw_mpa_run): each
+ * segment built as it is cut, and a run queued to TCP at once. Stops at the message's end,
+ * or where a run takes none (the next segment then goes alone, which says what refused
+ * it).
+ */
+static void send_runs(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, const struct msg *g,
+		      uint8_t *hdr)
+{
+	struct uiw_mpa_run run;
+
+	while (tx->off < g->total && uiw_mpa_run_open(c, &run, tx->lend != NULL)) {
+		uint64_t off = tx->off;
+
+		do {
+			struct uiw_mpa_iov iov[1 + SEG_PIECES];
+			unsigned k;
+			uint32_t len = segment_at(g, hdr, off, iov, &k);
+
+			if (uiw_mpa_run_add(c, &run, iov, k, g->hdr_len + len) != 0)
+				break;
+			off += len;
+		} while (off < g->total);
+		if (uiw_mpa_run_close(c, &run) == 0)
+			return;
+		tx->off = off;
+	}
+}
+
 /* Sends segments until the message is out; @p hdr_fill writes the header for a segment at
  * message offset off. */
 static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t hdr_len,
@@ -117,8 +174,9 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 			const void *arg, const void *body, uint32_t body_len,
 			const struct uiw_sge *sg, unsigned n)
 {
-	uint64_t total = body_len + uiw_sge_total(sg, n);
 	uint32_t mul = uiw_mpa_info(c)->mulpdu;
+	struct msg g = { hdr_len, mul - hdr_len, hdr_fill, arg, body, body_len, sg, n,
+			 body_len + uiw_sge_total(sg, n) };
 	uint8_t hdr[sizeof(struct uiw_ddp_untagged)];
 
 	if (mul <= hdr_len)
@@ -127,26 +185,26 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 		/* Only the entries slice() fills are read: an initializer would clear all of them
 		 * (a rep stos, most of this function's time) for each FPDU. */
 		struct uiw_mpa_iov iov[1 + SEG_PIECES];
-		uint32_t room = mul - hdr_len;
-		uint32_t want = total - tx->off < room ? (uint32_t)(total - tx->off) : room;
+		unsigned k;
+
+		/* A run pays for itself from two segments on. */
+		if (g.total - tx->off > g.room) {
+			send_runs(c, tx, &g, hdr);
+			if (tx->off == g.total)
+				break;
+		}
+
+		uint32_t len = segment_at(&g, hdr, tx->off, iov, &k);
 		unsigned ncopy = tx->off < body_len ? 2 : 1;   /* the header, and the body's piece */
-		unsigned k = slice(body, body_len, sg, n, tx->off, want, iov + 1);
-		uint32_t len = 0;
-
-		iov[0] = (struct uiw_mpa_iov){ hdr, hdr_len };
-
-		for (unsigned i = 1; i <= k; i++)
-			len += iov[i].len;
-		hdr_fill(hdr, arg, tx->off, tx->off + len == total);
 		/* -ENOBUFS: no room, nothing sent */
-		int rc = uiw_mpa_send_lent(c, iov, 1 + k, ncopy, tx->lend);
+		int rc = uiw_mpa_send_lent(c, iov, k, ncopy, tx->lend);
 
 		if (rc == -ENOBUFS)
 			return 0;
 		if (rc != 0)
 			return rc;
 		tx->off += len;
-	} while (tx->off < total);
+	} while (tx->off < g.total);
 	return 1;
 }
 

@@ -56,6 +56,7 @@
 	X(fpdu_tx, "FPDUs sent")                                                             \
 	X(fpdu_rx, "FPDUs received")                                                         \
 	X(fpdu_held, "FPDUs held until the initiator's first FPDU (responder)")              \
+	X(fpdu_run, "FPDUs sent in runs, queued to TCP together (uiw_mpa_run_close())")     \
 	X(held_retry, "held FPDUs TCP had no room for when released: kept in order, tried again") \
 	X(held_lost, "held FPDUs that could not be sent before the connection closed")      \
 	X(crc_err, "FPDUs with a CRC mismatch (Terminate LLP 0x02)")                         \
@@ -104,6 +105,7 @@ struct uiw_mpa_params {
 	const uint8_t *pd;        /**< our private data (copied) */
 	uint16_t pd_len;
 	uint32_t ext;             /**< RDMAP extensions offered (UIW_MPA_EXT_*, docs/MPA.md) */
+	bool tx_runs;             /**< FPDUs may go in runs (struct uiw_mpa_run) */
 };
 
 /** The connection as negotiated. */
@@ -244,6 +246,46 @@ int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned
  */
 int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n,
 		      unsigned ncopy, struct rte_mbuf_ext_shared_info *lend);
+
+/** The most FPDUs in a run (struct uiw_mpa_run). */
+#define UIW_MPA_RUN_MAX 64
+
+/**
+ * A run of FPDUs: built one after another into mbufs of their own, their payload copied,
+ * and queued to TCP together, with the checks each FPDU sent alone makes (the
+ * connection's state, the room TCP has) made once for the run.
+ */
+struct uiw_mpa_run {
+	uint32_t room;       /* octets of FPDUs TCP takes */
+	uint32_t left;       /* FPDUs it takes */
+	uint32_t wire_max;   /* the longest FPDU an mbuf holds */
+	uint32_t bytes;      /* octets built */
+	unsigned n;          /* FPDUs built */
+	struct rte_mbuf *m[UIW_MPA_RUN_MAX];
+};
+
+/**
+ * Opens a run on @p c, for a message whose pieces would be lent (@p lend) or copied.
+ * @return true, or false where FPDUs go one at a time (uiw_mpa_send_lent()): runs
+ *         turned off (mpa_tx_runs=0), the connection not in full operation or holding
+ *         its FPDUs, Markers, memory lent, TSO's slabs, the first data of a stream
+ *         (uiw_tcp_run_room()), or no room.
+ */
+bool uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend);
+
+/**
+ * Builds the ULPDU @p iov (@p ulen octets, at most MULPDU) as the run's next FPDU.
+ * @return 0, or -ENOBUFS when the run is full, TCP takes no more, or no mbuf was had
+ *         (nothing built: the caller closes the run, and sends the ULPDU alone).
+ */
+int uiw_mpa_run_add(struct uiw_mpa_conn *c, struct uiw_mpa_run *r,
+		    const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen);
+
+/**
+ * Queues the run's FPDUs to TCP. @return how many were sent: all, or none (their mbufs
+ * freed; the caller sends the first of them alone, which reports what refused it).
+ */
+unsigned uiw_mpa_run_close(struct uiw_mpa_conn *c, struct uiw_mpa_run *r);
 
 /**
  * Takes back what the connection holds of lent memory (in the TCP send queue): it

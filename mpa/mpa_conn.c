@@ -42,6 +42,7 @@ void uiw_mpa_params_from_config(struct uiw_mpa_params *p, const struct uiw_confi
 		.first_delay_us = cfg->mpa_initiator_delay_us,
 		.ext = cfg->rfc7306 ? UIW_MPA_EXT_RFC7306 | (cfg->send_imm ? UIW_MPA_EXT_SEND_IMM : 0)
 				    : 0,
+		.tx_runs = cfg->mpa_tx_runs != 0,
 	};
 }
 
@@ -432,7 +433,7 @@ fail:
  * everything after them. So the lines of the mbuf the pool gives next are asked for now,
  * to be here by the time the next FPDU is written (docs/BENCHMARKS.md).
  */
-static struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
+static __rte_always_inline struct rte_mbuf *fpdu_mbuf(struct uiw_mpa_conn *c, uint32_t wire)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(c->m->pool);
 
@@ -683,6 +684,60 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 		lend = NULL;
 	rc = uiw_mpa_send_fpdu(c, iov, n, ncopy, lend, hold);
 	return rc == -ENOBUFS ? refused(c) : rc;
+}
+
+bool uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend)
+{
+	uint32_t room = rte_pktmbuf_data_room_size(c->m->pool);
+
+	/* What uiw_mpa_send_fpdu() would not build with fill_flat() in an mbuf of its own. */
+	if (!c->p.tx_runs || c->state != MPA_S_FULL || c->release_at != 0 || c->info.markers_tx ||
+	    (lend && c->m->lend) || (c->m->slabs != NULL && uiw_tcp_tso_now(c->tcp)) ||
+	    room <= RTE_PKTMBUF_HEADROOM)
+		return false;
+	r->room = uiw_tcp_run_room(c->tcp, &r->left);
+	r->left = r->left < UIW_MPA_RUN_MAX ? r->left : UIW_MPA_RUN_MAX;
+	r->wire_max = room - RTE_PKTMBUF_HEADROOM;
+	r->bytes = 0;
+	r->n = 0;
+	return r->left > 0 && r->room > 0;
+}
+
+int uiw_mpa_run_add(struct uiw_mpa_conn *c, struct uiw_mpa_run *r,
+		    const struct uiw_mpa_iov *iov, unsigned n, uint32_t ulen)
+{
+	uint32_t wire = UIW_MPA_FPDU_HDR_LEN + ulen + uiw_mpa_pad(ulen) + UIW_MPA_CRC_LEN;
+	struct rte_mbuf *m;
+
+	if (r->n >= r->left || ulen > c->info.mulpdu || wire > r->wire_max ||
+	    wire > r->room - r->bytes || (m = fpdu_mbuf(c, wire)) == NULL)
+		return -ENOBUFS;
+	/* A fresh mbuf with its headroom, or fewer octets of it (uiw_tcp_ready_over()
+	 * moves the data only where what follows still fits): no need to walk a chain. */
+	m->data_len = (uint16_t)wire;
+	m->pkt_len = wire;
+	fill_flat(c, m, rte_pktmbuf_mtod(m, uint8_t *), iov, n, ulen);
+	r->m[r->n++] = m;
+	r->bytes += wire;
+	return 0;
+}
+
+unsigned uiw_mpa_run_close(struct uiw_mpa_conn *c, struct uiw_mpa_run *r)
+{
+	unsigned n = r->n;
+
+	r->n = 0;
+	if (n == 0)
+		return 0;
+	if (uiw_tcp_send_records(c->tcp, r->m, n) != 0) {
+		for (unsigned i = 0; i < n; i++)
+			rte_pktmbuf_free(r->m[i]);
+		return 0;
+	}
+	c->tx_pos += r->bytes;
+	c->m->c[UIW_MPA_C_fpdu_tx] += n;
+	c->m->c[UIW_MPA_C_fpdu_run] += n;
+	return n;
 }
 
 int uiw_mpa_send(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, unsigned n)

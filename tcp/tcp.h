@@ -295,6 +295,24 @@ struct rte_mbuf *uiw_tcp_gather(struct uiw_tcp_conn *c, const void *head, uint32
 /** Bytes uiw_tcp_send() accepts now. */
 uint32_t uiw_tcp_send_space(struct uiw_tcp_conn *c);
 
+/**
+ * Room for a run of records queued at once (uiw_tcp_send_records()): the octets they may
+ * have in all, as uiw_tcp_send_space() would give them to each in turn, and in *@p mbufs
+ * how many mbufs. 0 for a connection that has no data queued (its first record goes
+ * alone, with uiw_tcp_send(): it makes the connection a sender, which changes each
+ * sender's share of the mbufs).
+ */
+uint32_t uiw_tcp_run_room(struct uiw_tcp_conn *c, uint32_t *mbufs);
+
+/**
+ * Queues @p n records, each one mbuf, as many uiw_tcp_send(UIW_TCP_SEND_RECORD) calls
+ * would, with the checks made once: all of them or none.
+ * @return 0 (the mbufs are the queue's); -ENOBUFS when they exceed uiw_tcp_run_room(),
+ *         -ENOTCONN when the connection cannot send, -EINVAL for a chained or empty mbuf
+ *         (all of them still the caller's).
+ */
+int uiw_tcp_send_records(struct uiw_tcp_conn *c, struct rte_mbuf *const *v, unsigned n);
+
 /** The layer above now holds @p bytes of this connection's stream, acknowledged but not
  *  yet consumed (an unfinished record), in @p mbufs mbufs: the window offers that much
  *  less and the receive budget counts them. */

@@ -574,14 +574,20 @@ uint64_t uiw_tcp_want_rx_crc(struct uiw_tcp_conn *c, bool on)
 	return c->tcp->crc_flag;
 }
 
+/* Whether @p c takes data to send: not closed, nor closing from our side. */
+static inline bool can_queue(const struct uiw_tcp_conn *c)
+{
+	return (c->state == UIW_TCP_ESTABLISHED || c->state == UIW_TCP_CLOSE_WAIT ||
+		c->state == UIW_TCP_SYN_SENT || c->state == UIW_TCP_SYN_RECEIVED) &&
+	       !(c->flags & TF_FIN_QUEUED);
+}
+
 int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 {
 	struct tcp_sndq *q = &c->sq;
 	struct rte_mbuf *last;
 
-	if ((c->state != UIW_TCP_ESTABLISHED && c->state != UIW_TCP_CLOSE_WAIT &&
-	     c->state != UIW_TCP_SYN_SENT && c->state != UIW_TCP_SYN_RECEIVED) ||
-	    (c->flags & TF_FIN_QUEUED)) {
+	if (!can_queue(c)) {
 		if (!(flags & UIW_TCP_SEND_KEEP))
 			rte_pktmbuf_free(m);
 		return -ENOTCONN;
@@ -638,6 +644,70 @@ int uiw_tcp_send(struct uiw_tcp_conn *c, struct rte_mbuf *m, unsigned flags)
 	else
 		q->tail->next = m;
 	q->tail = last;
+	uiw_tcp_mark_pending(c);
+	return 0;
+}
+
+uint32_t uiw_tcp_run_room(struct uiw_tcp_conn *c, uint32_t *mbufs)
+{
+	const struct uiw_tcp *t = c->tcp;
+	uint32_t room, flight = c->snd_nxt - c->snd_una;
+	uint32_t unsent = c->sq.bytes > flight ? c->sq.bytes - flight : 0;
+
+	*mbufs = 0;
+	/* Not yet sending data: its first record changes each sender's share (above). */
+	if (!can_queue(c) || c->sq_mbufs == c->sq_ctrl || c->sq.bytes >= t->snd_buf)
+		return 0;
+	room = t->snd_buf - c->sq.bytes;
+	/* Each record after the first keeps what is not yet sent under notsent_max, so the
+	 * run's records do (uiw_tcp_send_space()). */
+	if (t->notsent_max != 0)
+		room = unsent >= t->notsent_max ? 0 : u32_min(room, t->notsent_max - unsent);
+	*mbufs = uiw_tcp_tx_room(c);
+	return room;
+}
+
+int uiw_tcp_send_records(struct uiw_tcp_conn *c, struct rte_mbuf *const *v, unsigned n)
+{
+	const struct uiw_tcp *t = c->tcp;
+	struct tcp_sndq *q = &c->sq;
+	uint32_t bytes = 0, mbufs, flight, unsent;
+	bool chained = false;
+
+	if (!can_queue(c))
+		return -ENOTCONN;
+	for (unsigned i = 0; i < n; i++) {
+		bytes += v[i]->pkt_len;
+		chained |= v[i]->next != NULL || v[i]->pkt_len == 0;
+	}
+	if (chained)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	if (bytes > uiw_tcp_run_room(c, &mbufs) || n > mbufs)
+		return -ENOBUFS;
+	c->tcp->sq_mbufs += n;
+	c->tcp->sq_stalled += c->sq_stalled ? n : 0u;
+	c->sq_mbufs += n;
+	c->records = true;
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_mbuf *m = v[i];
+
+		sq_ahead_link(t, q, m);
+		/* Each starts a record; none is the queue's first (the connection sends). */
+		m->ol_flags |= t->record_flag;
+		if (q->tail == NULL)
+			q->head = m;
+		else
+			q->tail->next = m;
+		q->tail = m;
+	}
+	q->bytes += bytes;
+	/* As uiw_tcp_send_space() would have been told by a next record. */
+	flight = c->snd_nxt - c->snd_una;
+	unsent = q->bytes > flight ? q->bytes - flight : 0;
+	if (t->notsent_max != 0 && unsent >= t->notsent_max / 2)
+		c->room_wanted = true;
 	uiw_tcp_mark_pending(c);
 	return 0;
 }

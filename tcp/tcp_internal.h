@@ -453,6 +453,23 @@ static inline bool uiw_tcp_tx_fits(const struct uiw_tcp_conn *c, uint32_t more)
 	       (!c->sq_stalled && moving + more <= t->sq_mbufs_soft);
 }
 
+/* The most mbufs @p c may queue now: uiw_tcp_tx_fits(c, more) holds for each more from 1
+ * up to this and for none past it. */
+static inline uint32_t uiw_tcp_tx_room(const struct uiw_tcp_conn *c)
+{
+	const struct uiw_tcp *t = c->tcp;
+	int64_t moving = (int64_t)t->sq_mbufs - t->sq_stalled;
+	int64_t room = (int64_t)t->sq_mbufs_max - moving;
+	int64_t pool = (int64_t)t->sq_pool_max - t->sq_mbufs - t->sq_ctrl;
+	int64_t soft = (int64_t)t->tx_share - c->sq_mbufs;
+
+	if (!c->sq_stalled && (int64_t)t->sq_mbufs_soft - moving > soft)
+		soft = (int64_t)t->sq_mbufs_soft - moving;
+	room = pool < room ? pool : room;
+	room = soft < room ? soft : room;
+	return room > 0 ? (uint32_t)room : 0;
+}
+
 /*
  * A send queue stalls when its peer stops taking data: a window under one segment, or the
  * retransmission timer gone off with no ACK of new data since. Its mbufs then count

@@ -31,7 +31,7 @@ DATA_PATH = re.compile(r"/(tcp|mpa|ddp|rdma|wire|lib/verbs)/[^/]+$|"
 
 # Once a listener, a connection or a stack, never a segment or a message.
 SETUP = {"uiw_mpa_listen", "uiw_net_set_engines", "uiw_mpa_deframer_init",
-         "uiw_ddp_stream_init", "uiw_tcp_sndq_clear"}
+         "uiw_ddp_stream_init", "uiw_tcp_sndq_clear", "uiw_mpa_params_from_config"}
 
 
 def reps(path):

@@ -435,6 +435,8 @@ START_TEST(messages_cut_to_mulpdu)
 		unsigned segs = total == 0 ? 1 : (total + mul - hdr - 1) / (mul - hdr);
 		struct want w = { segs, total };
 
+		uint64_t runs = uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_fpdu_run];
+
 		rcv.n = 0;
 		rcv.data_len = 0;
 		send_msg(tagged, sizes[k], body_len);
@@ -442,6 +444,15 @@ START_TEST(messages_cut_to_mulpdu)
 		pair_run_for(2);
 		ck_assert_uint_eq(rcv.n, segs);
 		ck_assert_uint_eq(rcv.data_len, total);
+		/* Without Markers most of a long message goes in runs (its first segment alone
+		 * when nothing was queued before it); with them, and a message of one segment,
+		 * each alone. */
+		runs = uiw_mpa_counters(pair_a.st.mpa)[UIW_MPA_C_fpdu_run] - runs;
+		if (markers || segs == 1)
+			ck_assert_uint_eq(runs, 0);
+		else if (segs > 2)
+			ck_assert_uint_ge(runs, segs / 2);
+		ck_assert_uint_le(runs, segs);
 		uint64_t off = 0;
 
 		for (unsigned s = 0; s < segs; s++) {

@@ -943,6 +943,17 @@ static struct uiw_tcp_conn *accept_shut_window(struct uiw_tcp_conn *first)
 	return ev.accepted;
 }
 
+/* uiw_tcp_tx_room() is the edge of uiw_tcp_tx_fits(): every count from one up to it fits,
+ * none past it. */
+static void tx_room_is_fits_edge(const struct uiw_tcp_conn *c)
+{
+	uint32_t room = uiw_tcp_tx_room(c);
+
+	for (uint32_t more = 1; more <= T->sq_pool_max + 2; more++)
+		ck_assert_msg(uiw_tcp_tx_fits(c, more) == (more <= room), "more %u room %u",
+			      more, room);
+}
+
 /* Two connections whose peers keep their windows shut, each sent one-octet mbufs until TCP
  * refuses: the first, alone, may queue its share (TCP_TX_SHARE) or up to the soft limit,
  * whichever is more, within the hard limit; the second still its own share (its half of
@@ -956,11 +967,16 @@ START_TEST(send_queues_within_their_budget)
 
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win0 = true });
 	while (uiw_tcp_send(a, frame_copy("x", 1), 0) == 0)
-		na++;
+		if (++na % 16 == 0)
+			tx_room_is_fits_edge(a);
+	tx_room_is_fits_edge(a);
 	b = accept_shut_window(a);
 	ck_assert_uint_gt(uiw_tcp_send_space(b), 0);
 	while (uiw_tcp_send(b, frame_copy("y", 1), 0) == 0)
-		nb++;
+		if (++nb % 16 == 0)
+			tx_room_is_fits_edge(b);
+	tx_room_is_fits_edge(a);
+	tx_room_is_fits_edge(b);
 	ck_assert_uint_eq(na, u32_min(T->sq_mbufs_max, u32_max(TCP_TX_SHARE, T->sq_mbufs_soft)));
 	ck_assert_uint_eq(T->tx_share, u32_min(TCP_TX_SHARE, T->sq_mbufs_soft / 2));
 	ck_assert_uint_gt(nb, 0);
@@ -1146,6 +1162,8 @@ START_TEST(stalled_queues_leave_the_budget)
 	ck_assert_uint_eq(na, T->tx_share);
 	ck_assert_uint_eq(nb, T->tx_share);
 	ck_assert(a->sq_stalled && b->sq_stalled);
+	tx_room_is_fits_edge(a);
+	tx_room_is_fits_edge(b);
 	uiw_tcp_gauges(T, &g);
 	ck_assert_uint_eq(g.sq_stalled, na + nb);
 	ck_assert_uint_eq(g.sq_mbufs, na + nb);
@@ -1161,6 +1179,7 @@ START_TEST(stalled_queues_leave_the_budget)
 	while (uiw_tcp_send(c, frame_copy("z", 1), 0) == 0)
 		nc++;
 	ck_assert_uint_eq(nc, T->tx_share);
+	tx_room_is_fits_edge(c);
 	ck_assert_uint_gt(T->sq_mbufs, T->sq_mbufs_max);
 	ck_assert_uint_eq(T->sq_stalled, na + nb);
 
@@ -1170,6 +1189,8 @@ START_TEST(stalled_queues_leave_the_budget)
 	ck_assert_uint_eq(T->sq_stalled, nb);
 	ck_assert_uint_eq(T->sq_mbufs - T->sq_stalled, T->sq_mbufs_max);
 	ck_assert_int_eq(uiw_tcp_send(c, frame_copy("z", 1), 0), -ENOBUFS);
+	tx_room_is_fits_edge(a);
+	tx_room_is_fits_edge(c);
 
 	/* Nothing of a's or c's is acknowledged: after the retransmission timer both stall
 	 * (c's went out first), and only their shares bound them. */
@@ -1187,6 +1208,8 @@ START_TEST(stalled_queues_leave_the_budget)
 	ck_assert(!a->sq_stalled);
 	ck_assert_uint_eq(a->sq_mbufs, na - 1);
 	ck_assert_uint_eq(T->sq_stalled, nb + nc);
+	tx_room_is_fits_edge(a);
+	tx_room_is_fits_edge(b);
 
 	/* The peers reset: nothing held, nothing counted. */
 	inject(&(struct seg){ .seq = PEER_ISN + 1, .flags = UIW_TCP_RST });
@@ -1602,6 +1625,154 @@ START_TEST(records_never_share_a_segment)
 	sent(1, &o);
 	ck_assert_uint_eq(o.len, 150); /* the unflagged send joins the record before it */
 	ck_assert_mem_eq(o.data, b, 100);
+}
+END_TEST
+
+/* Frees the mbufs @p v the caller still owns. */
+static void free_all(struct rte_mbuf **v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		rte_pktmbuf_free(v[i]);
+}
+
+/* Records queued together (uiw_tcp_send_records()) go as uiw_tcp_send() would send them
+ * one by one: each starts a segment of its own. The run is taken whole or not at all:
+ * past the octets or the mbufs uiw_tcp_run_room() gives, with a chained mbuf, or on a
+ * connection that closed, nothing is queued and the mbufs stay the caller's. A connection
+ * with nothing queued has no run room: its first record goes alone. */
+START_TEST(records_queued_together_or_not_at_all)
+{
+	struct out syn = establish_passive(NULL, 0), o;
+	struct uiw_tcp_conn *a = ev.accepted;
+	struct rte_mbuf *v[3];
+	uint8_t d[3][100];
+	uint32_t room, mbufs, bytes, nmbufs, share;
+
+	for (unsigned i = 0; i < 3; i++)
+		memset(d[i], 'a' + (int)i, sizeof(d[i]));
+	inject(&(struct seg){ .seq = PEER_ISN + 1, .ack = syn.seq + 1, .flags = UIW_TCP_ACK, .win = 65535 });
+	fake_port_clear(&fx_port);
+	ck_assert_uint_eq(uiw_tcp_run_room(a, &mbufs), 0);
+	ck_assert_uint_eq(mbufs, 0);
+	ck_assert_int_eq(uiw_tcp_send(a, frame_copy("z", 1), UIW_TCP_SEND_RECORD), 0);
+	room = uiw_tcp_run_room(a, &mbufs);
+	ck_assert_uint_eq(room, uiw_tcp_send_space(a));
+	ck_assert_uint_eq(mbufs, uiw_tcp_tx_room(a));
+	ck_assert_uint_gt(mbufs, 3);
+	tx_room_is_fits_edge(a);
+	/* Its share used up, a queue that moves may still grow to the soft limit of all. */
+	share = T->tx_share;
+	T->tx_share = a->sq_mbufs;
+	ck_assert(!a->sq_stalled);
+	ck_assert_uint_eq(uiw_tcp_tx_room(a), T->sq_mbufs_soft - T->sq_mbufs);
+	tx_room_is_fits_edge(a);
+	T->tx_share = share;
+
+	for (unsigned i = 0; i < 3; i++)
+		v[i] = frame_copy(d[i], sizeof(d[i]));
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 3), 0);
+	ck_assert_uint_eq(a->sq.bytes, 301);
+	ck_assert_uint_eq(a->sq_mbufs, 4);
+	ck_assert_uint_eq(T->sq_mbufs, 4);
+	uiw_tcp_run(T, now_ns);
+	uiw_port_flush(&fx_port.port);
+	ck_assert_uint_eq(fx_port.nsent, 4);
+	for (unsigned i = 0; i < 3; i++) {
+		sent(1 + i, &o);
+		ck_assert_uint_eq(o.len, 100);
+		ck_assert_mem_eq(o.data, d[i], 100);
+	}
+	fake_port_clear(&fx_port);
+
+	/* One octet past the room: refused whole, nothing queued. */
+	room = uiw_tcp_run_room(a, &mbufs);
+	bytes = a->sq.bytes;
+	nmbufs = T->sq_mbufs;
+	v[0] = frame_copy(d[0], 1);
+	v[1] = rte_pktmbuf_alloc(test_pool());
+	ck_assert_ptr_nonnull(v[1]);
+	ck_assert_ptr_nonnull(rte_pktmbuf_append(v[1], 1));
+	v[1]->pkt_len = room;   /* counted, not carried: refused before anything reads it */
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 2), -ENOBUFS);
+	v[1]->pkt_len = room - 1;
+	ck_assert_uint_eq(a->sq.bytes, bytes);
+	ck_assert_uint_eq(T->sq_mbufs, nmbufs);
+	free_all(v, 2);
+
+	/* One mbuf past what the budget lets it queue. */
+	T->sq_pool_max = T->sq_mbufs + T->sq_ctrl + 2;
+	ck_assert_uint_eq(uiw_tcp_tx_room(a), 2);
+	for (unsigned i = 0; i < 3; i++)
+		v[i] = frame_copy(d[i], 10);
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 3), -ENOBUFS);
+	ck_assert_uint_eq(T->sq_mbufs, nmbufs);
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 2), 0);
+	ck_assert_uint_eq(T->sq_mbufs, nmbufs + 2);
+	ck_assert_uint_eq(a->sq.bytes, bytes + 20);
+	rte_pktmbuf_free(v[2]);
+
+	/* A chained mbuf is not a record of one mbuf. */
+	T->sq_pool_max = T->sq_mbufs + T->sq_ctrl + 8;
+	v[0] = frame_split(d[0], 100, 50);
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 1), -EINVAL);
+	rte_pktmbuf_free(v[0]);
+
+	/* Closed from our side: nothing more is taken. */
+	uiw_tcp_close(a);
+	v[0] = frame_copy(d[0], 10);
+	ck_assert_uint_eq(uiw_tcp_run_room(a, &mbufs), 0);
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 1), -ENOTCONN);
+	rte_pktmbuf_free(v[0]);
+	ck_assert_uint_eq(a->sq.bytes, bytes + 20);
+	fake_port_clear(&fx_port);
+}
+END_TEST
+
+/* The room a run has behind a shut window is what tcp_notsent_max leaves, as
+ * uiw_tcp_send_space() gives it to each record in turn; a run that leaves half the limit
+ * or less asks for room (ops->sent once sending has made some). */
+START_TEST(run_room_bounded_by_notsent_max)
+{
+	static const uint8_t chunk[CHUNK];
+	struct out syn;
+	struct uiw_tcp_conn *a = accepted_window_shut(&syn);
+	struct rte_mbuf *v[64];
+	uint32_t mbufs, queued = CHUNK;
+	unsigned n = 0;
+
+	ck_assert_int_eq(queue_chunk(a), 0);
+	ck_assert_uint_eq(uiw_tcp_run_room(a, &mbufs), T->notsent_max - queued);
+	ck_assert_uint_eq(uiw_tcp_send_space(a), T->notsent_max - queued);
+	a->room_wanted = false;
+	/* Up to half the limit, and no further: not asked for. */
+	while (queued + CHUNK < T->notsent_max / 2) {
+		ck_assert_uint_lt(n, 64);
+		v[n++] = frame_copy(chunk, sizeof(chunk));
+		queued += CHUNK;
+	}
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, n), 0);
+	ck_assert_uint_eq(a->sq.bytes, queued);
+	ck_assert(!a->room_wanted);
+	ck_assert_uint_eq(uiw_tcp_run_room(a, &mbufs), T->notsent_max - queued);
+	/* Past half: asked for. */
+	v[0] = frame_copy(chunk, sizeof(chunk));
+	v[1] = frame_copy(chunk, sizeof(chunk));
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 2), 0);
+	queued += 2 * CHUNK;
+	ck_assert_uint_ge(queued, T->notsent_max / 2);
+	ck_assert(a->room_wanted);
+	/* Up to the limit, not an octet past it. */
+	while (uiw_tcp_run_room(a, &mbufs) >= CHUNK) {
+		v[0] = frame_copy(chunk, sizeof(chunk));
+		ck_assert_int_eq(uiw_tcp_send_records(a, v, 1), 0);
+		queued += CHUNK;
+	}
+	ck_assert_uint_eq(uiw_tcp_run_room(a, &mbufs), T->notsent_max - queued);
+	v[0] = frame_copy(chunk, T->notsent_max - queued + 1);
+	ck_assert_int_eq(uiw_tcp_send_records(a, v, 1), -ENOBUFS);
+	rte_pktmbuf_free(v[0]);
+	ck_assert_uint_eq(a->sq.bytes, queued);
+	fake_port_clear(&fx_port);
 }
 END_TEST
 
@@ -3308,6 +3479,8 @@ static Suite *tcp_suite(void)
 	tcase_add_test(tc, syn_retried_with_backoff_then_timeout);
 	tcase_add_loop_test(tc, retransmitted_handshake_timed_by_its_timestamp, 0, 3);
 	tcase_add_test(tc, records_never_share_a_segment);
+	tcase_add_test(tc, records_queued_together_or_not_at_all);
+	tcase_add_test(tc, run_room_bounded_by_notsent_max);
 	tcase_add_test(tc, full_record_goes_whole_without_sack_blocks);
 	tcase_add_loop_test(tc, short_window_waits_for_the_whole_record, 0, 3);
 	tcase_add_loop_test(tc, large_frames_acknowledged_four_at_a_time, 0, 2);
