@@ -142,14 +142,15 @@ static __rte_always_inline uint32_t segment_at(const struct msg *g, uint8_t *hdr
  * Sends what it can of the message from tx->off in runs (struct uiw_mpa_run): each
  * segment built as it is cut, and a run queued to TCP at once. Stops at the message's end,
  * or where a run takes none (the next segment then goes alone, which says what refused
- * it).
+ * it). @return false where the message's segments go one at a time (uiw_mpa_run_open()).
  */
-static void send_runs(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, const struct msg *g,
+static bool send_runs(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, const struct msg *g,
 		      uint8_t *hdr)
 {
 	struct uiw_mpa_run run;
+	int rc = 1;
 
-	while (tx->off < g->total && uiw_mpa_run_open(c, &run, tx->lend != NULL)) {
+	while (tx->off < g->total && (rc = uiw_mpa_run_open(c, &run, tx->lend != NULL)) > 0) {
 		uint64_t off = tx->off;
 
 		do {
@@ -162,9 +163,10 @@ static void send_runs(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, const struc
 			off += len;
 		} while (off < g->total);
 		if (uiw_mpa_run_close(c, &run) == 0)
-			return;
+			return true;
 		tx->off = off;
 	}
+	return tx->off == g->total || rc == 0;
 }
 
 /* Sends segments until the message is out; @p hdr_fill writes the header for a segment at
@@ -178,6 +180,7 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 	struct msg g = { hdr_len, mul - hdr_len, hdr_fill, arg, body, body_len, sg, n,
 			 body_len + uiw_sge_total(sg, n) };
 	uint8_t hdr[sizeof(struct uiw_ddp_untagged)];
+	bool runs = true;
 
 	if (mul <= hdr_len)
 		return -EMSGSIZE;
@@ -188,8 +191,8 @@ static int send_message(struct uiw_mpa_conn *c, struct uiw_ddp_tx *tx, uint32_t 
 		unsigned k;
 
 		/* A run pays for itself from two segments on. */
-		if (g.total - tx->off > g.room) {
-			send_runs(c, tx, &g, hdr);
+		if (runs && g.total - tx->off > g.room) {
+			runs = send_runs(c, tx, &g, hdr);
 			if (tx->off == g.total)
 				break;
 		}

@@ -266,12 +266,12 @@ struct uiw_mpa_run {
 
 /**
  * Opens a run on @p c, for a message whose pieces would be lent (@p lend) or copied.
- * @return true, or false where FPDUs go one at a time (uiw_mpa_send_lent()): runs
- *         turned off (mpa_tx_runs=0), the connection not in full operation or holding
- *         its FPDUs, Markers, memory lent, TSO's slabs, the first data of a stream
- *         (uiw_tcp_run_room()), or no room.
+ * @return 1; 0 where TCP has no room for a run now (none at all, or the connection's
+ *         first data: uiw_tcp_run_room()); -1 where this message's FPDUs go one at a time
+ *         (uiw_mpa_send_lent()): runs turned off (mpa_tx_runs=0), the connection not in
+ *         full operation or holding its FPDUs, Markers, memory lent, TSO's slabs.
  */
-bool uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend);
+int uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend);
 
 /**
  * Builds the ULPDU @p iov (@p ulen octets, at most MULPDU) as the run's next FPDU.

@@ -686,7 +686,7 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 	return rc == -ENOBUFS ? refused(c) : rc;
 }
 
-bool uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend)
+int uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend)
 {
 	uint32_t room = rte_pktmbuf_data_room_size(c->m->pool);
 
@@ -694,7 +694,7 @@ bool uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend)
 	if (!c->p.tx_runs || c->state != MPA_S_FULL || c->release_at != 0 || c->info.markers_tx ||
 	    (lend && c->m->lend) || (c->m->slabs != NULL && uiw_tcp_tso_now(c->tcp)) ||
 	    room <= RTE_PKTMBUF_HEADROOM)
-		return false;
+		return -1;
 	r->room = uiw_tcp_run_room(c->tcp, &r->left);
 	r->left = r->left < UIW_MPA_RUN_MAX ? r->left : UIW_MPA_RUN_MAX;
 	r->wire_max = room - RTE_PKTMBUF_HEADROOM;
