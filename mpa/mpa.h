@@ -251,14 +251,16 @@ int uiw_mpa_send_lent(struct uiw_mpa_conn *c, const struct uiw_mpa_iov *iov, uns
 #define UIW_MPA_RUN_MAX 64
 
 /**
- * A run of FPDUs: built one after another into mbufs of their own, their payload copied,
- * and queued to TCP together, with the checks each FPDU sent alone makes (the
- * connection's state, the room TCP has) made once for the run.
+ * A run of FPDUs: built one after another, their payload copied, each into an mbuf of its
+ * own or (where TSO takes them) side by side in a slab, and queued to TCP together, with
+ * the checks each FPDU sent alone makes (the connection's state, the room TCP has) made
+ * once for the run.
  */
 struct uiw_mpa_run {
 	uint32_t room;       /* octets of FPDUs TCP takes */
 	uint32_t left;       /* FPDUs it takes */
 	uint32_t wire_max;   /* the longest FPDU an mbuf holds */
+	bool slab;           /* FPDUs built in TSO's slabs (uiw_mpa_set_slabs()) */
 	uint32_t bytes;      /* octets built */
 	unsigned n;          /* FPDUs built */
 	struct rte_mbuf *m[UIW_MPA_RUN_MAX];
@@ -269,7 +271,7 @@ struct uiw_mpa_run {
  * @return 1; 0 where TCP has no room for a run now (none at all, or the connection's
  *         first data: uiw_tcp_run_room()); -1 where this message's FPDUs go one at a time
  *         (uiw_mpa_send_lent()): runs turned off (mpa_tx_runs=0), the connection not in
- *         full operation or holding its FPDUs, Markers, memory lent, TSO's slabs.
+ *         full operation or holding its FPDUs, Markers, memory lent.
  */
 int uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend);
 

@@ -690,14 +690,15 @@ int uiw_mpa_run_open(struct uiw_mpa_conn *c, struct uiw_mpa_run *r, bool lend)
 {
 	uint32_t room = rte_pktmbuf_data_room_size(c->m->pool);
 
-	/* What uiw_mpa_send_fpdu() would not build with fill_flat() in an mbuf of its own. */
+	/* What uiw_mpa_send_fpdu() would not build with fill_flat(), in a slab or an mbuf of
+	 * its own. */
 	if (!c->p.tx_runs || c->state != MPA_S_FULL || c->release_at != 0 || c->info.markers_tx ||
-	    (lend && c->m->lend) || (c->m->slabs != NULL && uiw_tcp_tso_now(c->tcp)) ||
-	    room <= RTE_PKTMBUF_HEADROOM)
+	    (lend && c->m->lend) || room <= RTE_PKTMBUF_HEADROOM)
 		return -1;
 	r->room = uiw_tcp_run_room(c->tcp, &r->left);
 	r->left = r->left < UIW_MPA_RUN_MAX ? r->left : UIW_MPA_RUN_MAX;
 	r->wire_max = room - RTE_PKTMBUF_HEADROOM;
+	r->slab = c->m->slabs != NULL && uiw_tcp_tso_now(c->tcp);
 	r->bytes = 0;
 	r->n = 0;
 	return r->left > 0 && r->room > 0;
@@ -709,13 +710,19 @@ int uiw_mpa_run_add(struct uiw_mpa_conn *c, struct uiw_mpa_run *r,
 	uint32_t wire = UIW_MPA_FPDU_HDR_LEN + ulen + uiw_mpa_pad(ulen) + UIW_MPA_CRC_LEN;
 	struct rte_mbuf *m;
 
-	if (r->n >= r->left || ulen > c->info.mulpdu || wire > r->wire_max ||
-	    wire > r->room - r->bytes || (m = fpdu_mbuf(c, wire)) == NULL)
+	if (r->n >= r->left || ulen > c->info.mulpdu || wire > r->room - r->bytes)
 		return -ENOBUFS;
-	/* A fresh mbuf with its headroom, or fewer octets of it (uiw_tcp_ready_over()
-	 * moves the data only where what follows still fits): no need to walk a chain. */
-	m->data_len = (uint16_t)wire;
-	m->pkt_len = wire;
+	/* In the slab where TSO takes them (its length set), else alone, as
+	 * uiw_mpa_send_fpdu() builds them. */
+	m = r->slab ? fpdu_slab(c, wire) : NULL;
+	if (m == NULL) {
+		if (wire > r->wire_max || (m = fpdu_mbuf(c, wire)) == NULL)
+			return -ENOBUFS;
+		/* A fresh mbuf with its headroom, or fewer octets of it (uiw_tcp_ready_over()
+		 * moves the data only where what follows still fits): no chain to walk. */
+		m->data_len = (uint16_t)wire;
+		m->pkt_len = wire;
+	}
 	fill_flat(c, m, rte_pktmbuf_mtod(m, uint8_t *), iov, n, ulen);
 	r->m[r->n++] = m;
 	r->bytes += wire;
