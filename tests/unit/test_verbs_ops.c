@@ -926,23 +926,25 @@ START_TEST(send_waits_for_a_receive)
 }
 END_TEST
 
-/* A connection outlives the MPA timers: idle for four times the Reply timeout after it is
- * up, it still carries a Send both ways (the initiator's connect timer once cut every
- * connection at mpa_reply_timeout_ms). */
+/* A connection outlives the MPA timers: idle for two and a half times the Reply timeout
+ * after it is up, it still carries a Send both ways (the initiator's connect timer once cut
+ * every connection at mpa_reply_timeout_ms). The timeouts are long enough for the exchange
+ * itself under ASan on a loaded machine (the server's accept runs inside the client's Reply
+ * timer; 100 ms once ran out there). */
 START_TEST(idle_connection_outlives_the_mpa_timers)
 {
 	struct policy p = policies[0];
 
 	base_config(&p);
-	cfg.mpa_reply_timeout_ms = 100;
-	cfg.mpa_request_timeout_ms = 100;
+	cfg.mpa_reply_timeout_ms = 1000;
+	cfg.mpa_request_timeout_ms = 1000;
 	pair_setup_cfg(&cfg);
 	ck_assert_int_eq(uiw_verbs_add_device(&pair_a.st), 0);
 	ck_assert_int_eq(uiw_verbs_add_device(&pair_b.st), 0);
 	connect_pair();
-	uint64_t until = uiw_now_ns() + 400 * UIW_NS_PER_MS;
+	uint64_t until = uiw_now_ns() + 2500 * UIW_NS_PER_MS;
 
-	pair_run_until(elapsed, &until, 1000);
+	pair_run_until(elapsed, &until, 3000);
 	struct ibv_recv_wr rs = { .wr_id = 1 }, rc = { .wr_id = 2 };
 	struct ibv_send_wr s = { .wr_id = 3, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
 
