@@ -1196,7 +1196,7 @@ START_TEST(pending_requests_capped)
 	unsigned four = 4;
 
 	params(&p);
-	p.request_timeout_ms = 100;
+	p.request_timeout_ms = 500;   /* outlasts the three connects under a loaded ASan run */
 	rsp.accept_p = p;
 	memset(raws, 0, sizeof(raws));
 	ck_assert_int_eq(uiw_mpa_listen(pair_b.st.mpa, PORT, 2, &p, &ep_ops, &rsp), 0);
