@@ -442,8 +442,9 @@ bool uiw_crc32c_fold512_available(void)
 }
 
 /* The one-pass CRC and checksum (uiw_crc32c_sum()): the runs above with the Internet
- * checksum of the rounds' octets, its unfolded sum of 32-bit words in *@p wide; the caller
- * sums the tail the rounds left and folds. */
+ * checksum of the rounds' octets, its unfolded sum of words in *@p wide (32-bit here,
+ * 16-bit in fold128_sum(): the two fold to the same sum); the caller sums the tail the
+ * rounds left and folds. */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static uint32_t
 fold256_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
@@ -462,50 +463,109 @@ __attribute__((target("avx2,pclmul,sse4.2"))) static inline __m256i loadu256(con
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
+/* Rounds of 128-bit folding a one-pass sum gathers in 32-bit lanes before widening them:
+ * sum16_add() moves a lane by less than 2^17 a round, two registers' lanes are added. */
+#define SUM16_ROUNDS 8192
+
+/* Adds the 16-bit words of @p v, each less 2^15 (its top bit flipped), pairwise into
+ * @p acc's 32-bit lanes: one signed multiply-add by ones takes what unpacking and two adds
+ * took. A lane moves by less than 2^17 a call; the offsets come back in sum16_widen(). */
+__attribute__((target("avx2"), always_inline)) static inline __m256i sum16_add(__m256i acc,
+									       __m256i v)
+{
+	const __m256i flip = _mm256_set1_epi16((short)0x8000), one = _mm256_set1_epi16(1);
+
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_xor_si256(v, flip), one));
+}
+
+/* The unsigned sum of the @p words 16-bit words two sum16_add() registers took. */
+__attribute__((target("avx2"), always_inline)) static inline uint64_t
+sum16_widen(__m256i a, __m256i b, uint64_t words)
+{
+	__m256i s = _mm256_add_epi32(a, b);
+	__m256i w = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
+				     _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
+	__m128i h = _mm_add_epi64(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+
+	return (uint64_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) + words * 0x8000u;
+}
+
+/* One round of fold128_sum_run() at @p p. */
+__attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline void
+fold128_round(const uint8_t *p, uint8_t **dst, bool copy, __m128i k512, __m256i *s0, __m256i *s1,
+	      __m128i *x0, __m128i *x1, __m128i *x2, __m128i *x3)
+{
+	__m256i a = loadu256(p), b = loadu256(p + 32);
+
+	if (copy) {
+		_mm256_storeu_si256((__m256i *)(void *)*dst, a);
+		_mm256_storeu_si256((__m256i *)(void *)(*dst + 32), b);
+		*dst += 64;
+	}
+	*s0 = sum16_add(*s0, a);
+	*s1 = sum16_add(*s1, b);
+	*x0 = fold(*x0, k512, _mm256_castsi256_si128(a));
+	*x1 = fold(*x1, k512, _mm256_extracti128_si256(a, 1));
+	*x2 = fold(*x2, k512, _mm256_castsi256_si128(b));
+	*x3 = fold(*x3, k512, _mm256_extracti128_si256(b, 1));
+}
+
 /* The same with 128-bit folding (PCLMULQDQ) where the CPU has no VPCLMULQDQ, the sum on
- * AVX2: 64 octets a round, two 256-bit loads whose halves feed the four lanes. */
-__attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
-fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+ * AVX2: 64 octets a round, two 256-bit loads whose halves feed the four lanes. Compiled
+ * with the copy and without (@p copy a constant), so that no round asks which. *@p wide
+ * is the sum of the rounds' 16-bit words, which folds as the 32-bit words' sum does. */
+__attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
+fold128_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide,
+		bool copy)
 {
 	const __m128i k512 = _mm_set_epi64x((long long)FOLD512_HI, (long long)FOLD512_LO);
-	const __m256i zero = _mm256_setzero_si256();
 	__m256i a = loadu256(p), b = loadu256(p + 32);
-	__m256i s0 = _mm256_add_epi64(_mm256_unpacklo_epi32(a, zero), _mm256_unpackhi_epi32(a, zero));
-	__m256i s1 = _mm256_add_epi64(_mm256_unpacklo_epi32(b, zero), _mm256_unpackhi_epi32(b, zero));
+	__m256i s0 = sum16_add(_mm256_setzero_si256(), a);
+	__m256i s1 = sum16_add(_mm256_setzero_si256(), b);
 	__m128i x0 = _mm_xor_si128(_mm256_castsi256_si128(a), _mm_cvtsi32_si128((int)state));
 	__m128i x1 = _mm256_extracti128_si256(a, 1), x2 = _mm256_castsi256_si128(b);
 	__m128i x3 = _mm256_extracti128_si256(b, 1);
+	uint64_t total = 0;
+	size_t left = len / 64 - 1, held = 1;   /* rounds to go; rounds in s0 and s1 */
 
-	if (dst != NULL) {
+	if (copy) {
 		_mm256_storeu_si256((__m256i *)(void *)dst, a);
 		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), b);
 		dst += 64;
 	}
-	for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
-		a = loadu256(p);
-		b = loadu256(p + 32);
-		if (dst != NULL) {
-			_mm256_storeu_si256((__m256i *)(void *)dst, a);
-			_mm256_storeu_si256((__m256i *)(void *)(dst + 32), b);
-			dst += 64;
-		}
-		s0 = _mm256_add_epi64(_mm256_add_epi64(s0, _mm256_unpacklo_epi32(a, zero)),
-				      _mm256_unpackhi_epi32(a, zero));
-		s1 = _mm256_add_epi64(_mm256_add_epi64(s1, _mm256_unpacklo_epi32(b, zero)),
-				      _mm256_unpackhi_epi32(b, zero));
-		x0 = fold(x0, k512, _mm256_castsi256_si128(a));
-		x1 = fold(x1, k512, _mm256_extracti128_si256(a, 1));
-		x2 = fold(x2, k512, _mm256_castsi256_si128(b));
-		x3 = fold(x3, k512, _mm256_extracti128_si256(b, 1));
-	}
-	if (dst != NULL)
-		memcpy(dst, p, len);
-	s0 = _mm256_add_epi64(s0, s1);
-	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
+	for (p += 64, len &= 63; left > 0;) {
+		size_t n = left < SUM16_ROUNDS - held ? left : SUM16_ROUNDS - held;
+		const uint8_t *end = p + n * 64;
 
-	*wide = (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
+		for (; end - p >= 128; p += 128) {   /* two rounds a pass: half the loop's upkeep */
+			fold128_round(p, &dst, copy, k512, &s0, &s1, &x0, &x1, &x2, &x3);
+			fold128_round(p + 64, &dst, copy, k512, &s0, &s1, &x0, &x1, &x2, &x3);
+		}
+		if (p != end) {
+			fold128_round(p, &dst, copy, k512, &s0, &s1, &x0, &x1, &x2, &x3);
+			p += 64;
+		}
+		left -= n;
+		held += n;
+		if (held == SUM16_ROUNDS) {
+			total += sum16_widen(s0, s1, held * 32);
+			s0 = s1 = _mm256_setzero_si256();
+			held = 0;
+		}
+	}
+	if (copy)
+		memcpy(dst, p, len);
+	*wide = total + sum16_widen(s0, s1, held * 32);
 	x0 = fold(fold(fold(x0, K128, x1), K128, x2), K128, x3);
 	return fold_finish_wide(x0, p, len);
+}
+
+__attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
+fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+{
+	if (dst != NULL)
+		return fold128_sum_run(state, dst, p, len, wide, true);
+	return fold128_sum_run(state, NULL, p, len, wide, false);
 }
 
 bool uiw_crc32c_fold256_available(void)

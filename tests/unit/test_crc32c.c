@@ -240,6 +240,33 @@ START_TEST(crc_and_sum_in_one_pass)
 
 	ck_assert_uint_eq(got, uiw_crc32c_update_sw(0, ones, sizeof(ones)));
 	ck_assert_uint_eq(sum, ref_sum(ones, sizeof(ones)));
+
+	/* Runs past the points where a one-pass sum widens what its lanes gathered (the
+	 * 128-bit folding's, every 512 KiB): 3 MiB and a few octets, all 0xff (every lane at
+	 * its largest), all zero (at its smallest), and random, with and without the copy. */
+	const size_t big = 3 * 1024 * 1024 + 37;
+	uint8_t *b = malloc(big), *bd = malloc(big);
+
+	ck_assert(b != NULL && bd != NULL);
+	for (int fill = 0; fill < 3; fill++) {
+		for (size_t k = 0; k < big; k++)
+			b[k] = fill == 0 ? 0xff : fill == 1 ? 0 : (uint8_t)rand_r(&seed);
+		for (int copy = 0; copy < 2; copy++) {
+			uint8_t *d = copy ? bd : NULL;
+
+			got = _i == 0	? uiw_crc32c_sum(5, d, b, big, &sum)
+			      : _i == 1 ? uiw_crc32c_sum_fold128(5, d, b, big, &sum)
+			      : _i == 2 ? uiw_crc32c_sum_fold256(5, d, b, big, &sum)
+					: uiw_crc32c_sum_fold512(5, d, b, big, &sum);
+			ck_assert_uint_eq(got, uiw_crc32c_update_sw(5, b, big));
+			ck_assert_msg(sum == ref_sum(b, big), "fill %d copy %d: %#x, want %#x", fill,
+				      copy, sum, ref_sum(b, big));
+			if (copy)
+				ck_assert(memcmp(bd, b, big) == 0);
+		}
+	}
+	free(b);
+	free(bd);
 }
 END_TEST
 
