@@ -5,6 +5,7 @@
 
 #include "uiw_crc32c_table.h"
 #include "uiw_csum.h"
+#include "uiw_sum16.h"
 
 uint32_t uiw_crc32c_update_sw(uint32_t state, const void *buf, size_t len)
 {
@@ -463,33 +464,6 @@ __attribute__((target("avx2,pclmul,sse4.2"))) static inline __m256i loadu256(con
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-/* Rounds of 128-bit folding a one-pass sum gathers in 32-bit lanes before widening them:
- * sum16_add() moves a lane by less than 2^17 a round, two registers' lanes are added. */
-#define SUM16_ROUNDS 8192
-
-/* Adds the 16-bit words of @p v, each less 2^15 (its top bit flipped), pairwise into
- * @p acc's 32-bit lanes: one signed multiply-add by ones takes what unpacking and two adds
- * took. A lane moves by less than 2^17 a call; the offsets come back in sum16_widen(). */
-__attribute__((target("avx2"), always_inline)) static inline __m256i sum16_add(__m256i acc,
-									       __m256i v)
-{
-	const __m256i flip = _mm256_set1_epi16((short)0x8000), one = _mm256_set1_epi16(1);
-
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_xor_si256(v, flip), one));
-}
-
-/* The unsigned sum of the @p words 16-bit words two sum16_add() registers took. */
-__attribute__((target("avx2"), always_inline)) static inline uint64_t
-sum16_widen(__m256i a, __m256i b, uint64_t words)
-{
-	__m256i s = _mm256_add_epi32(a, b);
-	__m256i w = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
-				     _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
-	__m128i h = _mm_add_epi64(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-
-	return (uint64_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) + words * 0x8000u;
-}
-
 /* One round of fold128_sum_run() at @p p. */
 __attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline void
 fold128_round(const uint8_t *p, uint8_t **dst, bool copy, __m128i k512, __m256i *s0, __m256i *s1,
@@ -502,8 +476,8 @@ fold128_round(const uint8_t *p, uint8_t **dst, bool copy, __m128i k512, __m256i 
 		_mm256_storeu_si256((__m256i *)(void *)(*dst + 32), b);
 		*dst += 64;
 	}
-	*s0 = sum16_add(*s0, a);
-	*s1 = sum16_add(*s1, b);
+	*s0 = uiw_sum16_add(*s0, a);
+	*s1 = uiw_sum16_add(*s1, b);
 	*x0 = fold(*x0, k512, _mm256_castsi256_si128(a));
 	*x1 = fold(*x1, k512, _mm256_extracti128_si256(a, 1));
 	*x2 = fold(*x2, k512, _mm256_castsi256_si128(b));
@@ -520,8 +494,8 @@ fold128_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint
 {
 	const __m128i k512 = _mm_set_epi64x((long long)FOLD512_HI, (long long)FOLD512_LO);
 	__m256i a = loadu256(p), b = loadu256(p + 32);
-	__m256i s0 = sum16_add(_mm256_setzero_si256(), a);
-	__m256i s1 = sum16_add(_mm256_setzero_si256(), b);
+	__m256i s0 = uiw_sum16_add(_mm256_setzero_si256(), a);
+	__m256i s1 = uiw_sum16_add(_mm256_setzero_si256(), b);
 	__m128i x0 = _mm_xor_si128(_mm256_castsi256_si128(a), _mm_cvtsi32_si128((int)state));
 	__m128i x1 = _mm256_extracti128_si256(a, 1), x2 = _mm256_castsi256_si128(b);
 	__m128i x3 = _mm256_extracti128_si256(b, 1);
@@ -534,7 +508,7 @@ fold128_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint
 		dst += 64;
 	}
 	for (p += 64, len &= 63; left > 0;) {
-		size_t n = left < SUM16_ROUNDS - held ? left : SUM16_ROUNDS - held;
+		size_t n = left < UIW_SUM16_ROUNDS - held ? left : UIW_SUM16_ROUNDS - held;
 		const uint8_t *end = p + n * 64;
 
 		for (; end - p >= 128; p += 128) {   /* two rounds a pass: half the loop's upkeep */
@@ -547,15 +521,15 @@ fold128_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint
 		}
 		left -= n;
 		held += n;
-		if (held == SUM16_ROUNDS) {
-			total += sum16_widen(s0, s1, held * 32);
+		if (held == UIW_SUM16_ROUNDS) {
+			total += uiw_sum16_widen(s0, s1, held * 32);
 			s0 = s1 = _mm256_setzero_si256();
 			held = 0;
 		}
 	}
 	if (copy)
 		memcpy(dst, p, len);
-	*wide = total + sum16_widen(s0, s1, held * 32);
+	*wide = total + uiw_sum16_widen(s0, s1, held * 32);
 	x0 = fold(fold(fold(x0, K128, x1), K128, x2), K128, x3);
 	return fold_finish_wide(x0, p, len);
 }

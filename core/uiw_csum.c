@@ -7,47 +7,51 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "uiw_sum16.h"
+
 /*
- * 64 octets a round: each 32-bit word widened to a 64-bit lane (interleaved with zeros) and
- * added into four accumulators. A lane gains less than 2^32 a round, so the eight lanes'
- * total stays below 2^64 for any buffer under 2^58 octets. Returns the unfolded sum of the
- * 32-bit words; with @p dst, also stores each 64 octets there (the copy that sums).
+ * 64 octets a round, summed on uiw_sum16_add() (uiw_sum16.h) and widened every
+ * UIW_SUM16_ROUNDS rounds. Returns the unfolded sum of the 16-bit words; with @p copy (a
+ * constant where this is inlined), also stores each 64 octets at @p dst (the copy that
+ * sums).
  */
 __attribute__((target("avx2"), always_inline)) static inline uint64_t
-sum64_rounds(uint8_t *dst, const uint8_t *p, size_t rounds)
+sum64_rounds(uint8_t *dst, const uint8_t *p, size_t rounds, bool copy)
 {
-	const __m256i zero = _mm256_setzero_si256();
-	__m256i a = zero, b = zero, c = zero, d = zero;
+	uint64_t total = 0;
 
-	for (; rounds > 0; rounds--, p += 64) {
-		__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
-		__m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+	while (rounds > 0) {
+		size_t n = rounds < UIW_SUM16_ROUNDS ? rounds : UIW_SUM16_ROUNDS;
+		const uint8_t *end = p + n * 64;
+		__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
 
-		if (dst != NULL) {
-			_mm256_storeu_si256((__m256i *)(void *)dst, x);
-			_mm256_storeu_si256((__m256i *)(void *)(dst + 32), y);
-			dst += 64;
+		for (; p != end; p += 64) {
+			__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+			__m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+
+			if (copy) {
+				_mm256_storeu_si256((__m256i *)(void *)dst, x);
+				_mm256_storeu_si256((__m256i *)(void *)(dst + 32), y);
+				dst += 64;
+			}
+			a = uiw_sum16_add(a, x);
+			b = uiw_sum16_add(b, y);
 		}
-		a = _mm256_add_epi64(a, _mm256_unpacklo_epi32(x, zero));
-		b = _mm256_add_epi64(b, _mm256_unpackhi_epi32(x, zero));
-		c = _mm256_add_epi64(c, _mm256_unpacklo_epi32(y, zero));
-		d = _mm256_add_epi64(d, _mm256_unpackhi_epi32(y, zero));
+		total += uiw_sum16_widen(a, b, n * 32);
+		rounds -= n;
 	}
-	a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
-	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-
-	return (uint64_t)_mm_cvtsi128_si64(s) + (uint64_t)_mm_extract_epi64(s, 1);
+	return total;
 }
 
 __attribute__((target("avx2"))) static uint64_t sum64_avx2(const uint8_t *p, size_t rounds)
 {
-	return sum64_rounds(NULL, p, rounds);
+	return sum64_rounds(NULL, p, rounds, false);
 }
 
 __attribute__((target("avx2"))) static uint64_t copy_sum64_avx2(uint8_t *dst, const uint8_t *p,
 								size_t rounds)
 {
-	return sum64_rounds(dst, p, rounds);
+	return sum64_rounds(dst, p, rounds, true);
 }
 
 static bool have_avx2(void)
