@@ -3,9 +3,9 @@
  * The Internet checksum's sum on AVX2 registers, 16-bit words a pair at a time: each word's
  * top bit is flipped, so that one signed multiply-add by ones (vpmaddwd) sums a pair exactly
  * into a 32-bit lane, as the word less 2^15 each; uiw_sum16_widen() adds the offsets back.
- * Three instructions a 32 octets where unpacking to 64-bit lanes takes four. A lane moves
- * by less than 2^17 a register, so two registers' lanes, added, hold UIW_SUM16_ROUNDS
- * registers each before they must widen.
+ * Three instructions a 32 octets where unpacking to 64-bit lanes takes four. A register
+ * moves a lane by at most 2^16, so two accumulators that have each taken UIW_SUM16_ROUNDS
+ * registers still add within a 32-bit lane; then they must widen.
  *
  * The sum is of 16-bit words, as they lie in memory (host order); it folds to the same
  * ones'-complement sum as one of 32-bit words (RFC 1071 §2).
