@@ -444,7 +444,7 @@ bool uiw_crc32c_fold512_available(void)
 
 /* The one-pass CRC and checksum (uiw_crc32c_sum()): the runs above with the Internet
  * checksum of the rounds' octets, its unfolded sum of words in *@p wide (32-bit here,
- * 16-bit in fold128_sum(): the two fold to the same sum); the caller sums the tail the
+ * 16-bit in crc3_sum(): the two fold to the same sum); the caller sums the tail the
  * rounds left and folds. */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static uint32_t
 fold256_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
@@ -464,82 +464,134 @@ __attribute__((target("avx2,pclmul,sse4.2"))) static inline __m256i loadu256(con
 	return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-/* One round of fold128_sum_run() at @p p. */
-__attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline void
-fold128_round(const uint8_t *p, uint8_t **dst, bool copy, __m128i k512, __m256i *s0, __m256i *s1,
-	      __m128i *x0, __m128i *x1, __m128i *x2, __m128i *x3)
+/*
+ * The same pass where the CPU has no VPCLMULQDQ: the crc32 instruction in three streams
+ * (its latency is three times its issue interval), the sum on AVX2. A block's thirds are
+ * taken side by side from states `state`, 0 and 0, then joined, since the raw update is
+ * linear: the first third's state moved forward over the other two thirds' length, XOR
+ * the second's moved over one third, XOR the third's. Moving a state r forward n octets
+ * multiplies it by x^(8n) mod P: one carry-less multiply of r by crc3_k[n / 8] =
+ * x^(8n - 33) mod P (bit-reflected; their product, fed as eight octets to the crc32
+ * instruction from state 0, gains the other x^33). Each 32 octets of a stream are one
+ * 256-bit load, for the sum and the copy, and four crc32 instructions that load their
+ * words themselves: 31 instructions for 96 octets with the copy, where four 128-bit lanes
+ * folding took 49, and twice as fast where it was measured (docs/BENCHMARKS.md).
+ */
+#define CRC3_STREAM_MAX 1024   /* octets a stream takes in a block */
+static uint32_t crc3_k[2 * CRC3_STREAM_MAX / 8 + 1];
+
+/* At load, in software (this runs before any CPU check). */
+__attribute__((constructor)) static void crc3_init(void)
 {
-	__m256i a = loadu256(p), b = loadu256(p + 32);
+	static const uint8_t zero[8];
+	uint32_t k = 1;   /* x^31: eight octets forward */
+
+	for (size_t j = 1; j < sizeof(crc3_k) / sizeof(crc3_k[0]); j++) {
+		crc3_k[j] = k;
+		k = uiw_crc32c_update_sw(k, zero, sizeof(zero));   /* x^64 further */
+	}
+}
+
+/* @p r moved forward 8 @p j octets. */
+__attribute__((target("pclmul,sse4.2"), always_inline)) static inline uint64_t
+crc3_shift(uint64_t r, size_t j)
+{
+	__m128i m = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)r),
+					 _mm_cvtsi32_si128((int)crc3_k[j]), 0x00);
+
+	return _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(m));
+}
+
+__attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline uint64_t
+crc3_words(uint64_t r, const uint8_t *p)
+{
+	/* Word by word, so that each load is the instruction's operand (one 32-octet copy
+	 * went through the stack), written out (a loop of four stayed a loop). */
+	uint64_t w0, w1, w2, w3;
+
+	memcpy(&w0, p, 8);
+	memcpy(&w1, p + 8, 8);
+	memcpy(&w2, p + 16, 8);
+	memcpy(&w3, p + 24, 8);
+	return _mm_crc32_u64(_mm_crc32_u64(_mm_crc32_u64(_mm_crc32_u64(r, w0), w1), w2), w3);
+}
+
+/* Round @p i of a block whose streams are @p k octets long. */
+__attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline void
+crc3_round(const uint8_t *p, uint8_t *dst, size_t i, size_t k, bool copy, __m256i *s0,
+	   __m256i *s1, __m256i *s2, uint64_t *r0, uint64_t *r1, uint64_t *r2)
+{
+	__m256i a = loadu256(p + i), b = loadu256(p + k + i), c = loadu256(p + 2 * k + i);
 
 	if (copy) {
-		_mm256_storeu_si256((__m256i *)(void *)*dst, a);
-		_mm256_storeu_si256((__m256i *)(void *)(*dst + 32), b);
-		*dst += 64;
+		_mm256_storeu_si256((__m256i *)(void *)(dst + i), a);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + k + i), b);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 2 * k + i), c);
 	}
 	*s0 = uiw_sum16_add(*s0, a);
 	*s1 = uiw_sum16_add(*s1, b);
-	*x0 = fold(*x0, k512, _mm256_castsi256_si128(a));
-	*x1 = fold(*x1, k512, _mm256_extracti128_si256(a, 1));
-	*x2 = fold(*x2, k512, _mm256_castsi256_si128(b));
-	*x3 = fold(*x3, k512, _mm256_extracti128_si256(b, 1));
+	*s2 = uiw_sum16_add(*s2, c);
+	*r0 = crc3_words(*r0, p + i);
+	*r1 = crc3_words(*r1, p + k + i);
+	*r2 = crc3_words(*r2, p + 2 * k + i);
 }
 
-/* The same with 128-bit folding (PCLMULQDQ) where the CPU has no VPCLMULQDQ, the sum on
- * AVX2: 64 octets a round, two 256-bit loads whose halves feed the four lanes. Compiled
- * with the copy and without (@p copy a constant), so that no round asks which. *@p wide
- * is the sum of the rounds' 16-bit words, which folds as the 32-bit words' sum does. */
+/* @p len >= 32: blocks of three streams while 96 octets are left, then 32-octet rounds of
+ * one; the CRC also over the last len % 32 octets, *@p wide the 16-bit words' sum of all
+ * but those. With @p copy, everything is stored at @p dst as it is read. */
 __attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
-fold128_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide,
-		bool copy)
+crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide,
+	     bool copy)
 {
-	const __m128i k512 = _mm_set_epi64x((long long)FOLD512_HI, (long long)FOLD512_LO);
-	__m256i a = loadu256(p), b = loadu256(p + 32);
-	__m256i s0 = uiw_sum16_add(_mm256_setzero_si256(), a);
-	__m256i s1 = uiw_sum16_add(_mm256_setzero_si256(), b);
-	__m128i x0 = _mm_xor_si128(_mm256_castsi256_si128(a), _mm_cvtsi32_si128((int)state));
-	__m128i x1 = _mm256_extracti128_si256(a, 1), x2 = _mm256_castsi256_si128(b);
-	__m128i x3 = _mm256_extracti128_si256(b, 1);
-	uint64_t total = 0;
-	size_t left = len / 64 - 1, held = 1;   /* rounds to go; rounds in s0 and s1 */
+	uint64_t r = state, total = 0;
 
-	if (copy) {
-		_mm256_storeu_si256((__m256i *)(void *)dst, a);
-		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), b);
-		dst += 64;
+	while (len >= 96) {
+		size_t k = len / 96 * 32 < CRC3_STREAM_MAX ? len / 96 * 32 : CRC3_STREAM_MAX;
+		__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+		__m256i s2 = _mm256_setzero_si256();
+		uint64_t r1 = 0, r2 = 0;
+
+		/* Two rounds a pass, after one alone if the stream has an odd number. */
+		if (k & 32)
+			crc3_round(p, dst, 0, k, copy, &s0, &s1, &s2, &r, &r1, &r2);
+		for (size_t i = k & 32; i < k; i += 64) {
+			crc3_round(p, dst, i, k, copy, &s0, &s1, &s2, &r, &r1, &r2);
+			crc3_round(p, dst, i + 32, k, copy, &s0, &s1, &s2, &r, &r1, &r2);
+		}
+		/* A block's accumulators take at most CRC3_STREAM_MAX / 32 registers each. */
+		total += uiw_sum16_widen(_mm256_add_epi32(s0, s2), s1, 3 * k / 2);
+		r = crc3_shift(r, 2 * k / 8) ^ crc3_shift(r1, k / 8) ^ r2;
+		p += 3 * k;
+		len -= 3 * k;
+		if (copy)
+			dst += 3 * k;
 	}
-	for (p += 64, len &= 63; left > 0;) {
-		size_t n = left < UIW_SUM16_ROUNDS - held ? left : UIW_SUM16_ROUNDS - held;
-		const uint8_t *end = p + n * 64;
+	__m256i s = _mm256_setzero_si256();
+	size_t words = 0;
 
-		for (; end - p >= 128; p += 128) {   /* two rounds a pass: half the loop's upkeep */
-			fold128_round(p, &dst, copy, k512, &s0, &s1, &x0, &x1, &x2, &x3);
-			fold128_round(p + 64, &dst, copy, k512, &s0, &s1, &x0, &x1, &x2, &x3);
+	for (; len >= 32; p += 32, len -= 32, words += 16) {
+		__m256i a = loadu256(p);
+
+		if (copy) {
+			_mm256_storeu_si256((__m256i *)(void *)dst, a);
+			dst += 32;
 		}
-		if (p != end) {
-			fold128_round(p, &dst, copy, k512, &s0, &s1, &x0, &x1, &x2, &x3);
-			p += 64;
-		}
-		left -= n;
-		held += n;
-		if (held == UIW_SUM16_ROUNDS) {
-			total += uiw_sum16_widen(s0, s1, held * 32);
-			s0 = s1 = _mm256_setzero_si256();
-			held = 0;
-		}
+		s = uiw_sum16_add(s, a);
+		r = crc3_words(r, p);
 	}
 	if (copy)
 		memcpy(dst, p, len);
-	*wide = total + uiw_sum16_widen(s0, s1, held * 32);
-	x0 = fold(fold(fold(x0, K128, x1), K128, x2), K128, x3);
-	return fold_finish_wide(x0, p, len);
+	*wide = total + uiw_sum16_widen(s, _mm256_setzero_si256(), words);
+	_mm256_zeroupper();
+	return uiw_crc32c_update_hw((uint32_t)r, p, len);
 }
 
 __attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
-fold128_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
+crc3_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
 	if (dst != NULL)
-		return fold128_sum_run(state, dst, p, len, wide, true);
-	return fold128_sum_run(state, NULL, p, len, wide, false);
+		return crc3_sum_run(state, dst, p, len, wide, true);
+	return crc3_sum_run(state, NULL, p, len, wide, false);
 }
 
 bool uiw_crc32c_fold256_available(void)
@@ -675,12 +727,13 @@ uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len)
 	return uiw_crc32c_update(state, src, len);
 }
 
-/* The one-pass CRC and checksum, chosen once: 256-bit folding, 128-bit folding with the sum
- * on AVX2, or none (a CRC update and a sum one after the other). */
-enum sum_impl { SUM_UNSET, SUM_NONE, SUM_FOLD128, SUM_FOLD256, SUM_FOLD512 };
+/* The one-pass CRC and checksum, chosen once: 512- or 256-bit folding, the crc32
+ * instruction in three streams with the sum on AVX2, or none (a CRC update and a sum one
+ * after the other). */
+enum sum_impl { SUM_UNSET, SUM_NONE, SUM_CRC3, SUM_FOLD256, SUM_FOLD512 };
 static enum sum_impl sum_impl;
 
-bool uiw_crc32c_sum_fold128_available(void)
+bool uiw_crc32c_sum_crc3_available(void)
 {
 #if defined(__x86_64__)
 	return __builtin_cpu_supports("avx2") && uiw_crc32c_fold_available();
@@ -734,10 +787,10 @@ uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size
 	return sum_by(FOLD_SUM(fold256_sum), 128, 128, state, dst, src, len, sum);
 }
 
-uint32_t uiw_crc32c_sum_fold128(uint32_t state, void *dst, const void *src, size_t len,
-				uint16_t *sum)
+uint32_t uiw_crc32c_sum_crc3(uint32_t state, void *dst, const void *src, size_t len,
+			     uint16_t *sum)
 {
-	return sum_by(FOLD_SUM(fold128_sum), 64, 64, state, dst, src, len, sum);
+	return sum_by(FOLD_SUM(crc3_sum), 96, 32, state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)
@@ -749,7 +802,7 @@ uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, 
 	if (__builtin_expect(i == SUM_UNSET, 0)) {
 		i = uiw_crc32c_fold512_available()	     ? SUM_FOLD512
 		    : uiw_crc32c_fold256_available()	     ? SUM_FOLD256
-		    : uiw_crc32c_sum_fold128_available() ? SUM_FOLD128
+		    : uiw_crc32c_sum_crc3_available()	     ? SUM_CRC3
 							 : SUM_NONE;
 		__atomic_store_n(&sum_impl, i, __ATOMIC_RELAXED);
 	}
@@ -758,8 +811,8 @@ uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, 
 		return uiw_crc32c_sum_fold512(state, dst, src, len, sum);
 	case SUM_FOLD256:
 		return uiw_crc32c_sum_fold256(state, dst, src, len, sum);
-	case SUM_FOLD128:
-		return uiw_crc32c_sum_fold128(state, dst, src, len, sum);
+	case SUM_CRC3:
+		return uiw_crc32c_sum_crc3(state, dst, src, len, sum);
 	default:
 		return sum_apart(state, dst, src, len, sum);
 	}

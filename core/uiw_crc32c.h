@@ -78,13 +78,13 @@ uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size
 uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum);
 
-/** uiw_crc32c_sum() by 128-bit folding and an AVX2 sum from 64 octets; call only when
- *  uiw_crc32c_sum_fold128_available(). */
-uint32_t uiw_crc32c_sum_fold128(uint32_t state, void *dst, const void *src, size_t len,
-				uint16_t *sum);
+/** uiw_crc32c_sum() by the crc32 instruction in three streams and an AVX2 sum, from 96
+ *  octets (shorter runs: apart); call only when uiw_crc32c_sum_crc3_available(). */
+uint32_t uiw_crc32c_sum_crc3(uint32_t state, void *dst, const void *src, size_t len,
+			     uint16_t *sum);
 
-/** True when the CPU has PCLMULQDQ, SSE4.2 and AVX2. */
-bool uiw_crc32c_sum_fold128_available(void);
+/** True when the CPU has SSE4.2, PCLMULQDQ and AVX2. */
+bool uiw_crc32c_sum_crc3_available(void);
 
 /** True when the CPU has VPCLMULQDQ and AVX2 as well (valgrind hides VPCLMULQDQ). */
 bool uiw_crc32c_fold256_available(void);

@@ -49,11 +49,17 @@ static uint32_t crc128_then_sum(const uint8_t *p, size_t n, uint32_t s)
 {
 	return uiw_crc32c_update_fold_avx(s, p, n) + uiw_csum_raw(p, n);
 }
-static uint32_t crc128_sum_one(const uint8_t *p, size_t n, uint32_t s)
+static uint32_t crc3_sum_one(const uint8_t *p, size_t n, uint32_t s)
 {
 	uint16_t sum;
 
-	return uiw_crc32c_sum_fold128(s, NULL, p, n, &sum) + sum;
+	return uiw_crc32c_sum_crc3(s, NULL, p, n, &sum) + sum;
+}
+static uint32_t copy_crc3_sum(const uint8_t *p, size_t n, uint32_t s)
+{
+	uint16_t sum;
+
+	return uiw_crc32c_sum_crc3(s, dst, p, n, &sum) + sum;
 }
 static uint32_t copy_crc_copy_sum(const uint8_t *p, size_t n, uint32_t s)
 {
@@ -91,8 +97,9 @@ int main(int argc, char **argv)
 		{ "checksum, wide (AVX2 if present)", sum_wide, always },
 		{ "crc32c, then checksum", crc_then_sum, always },
 		{ "crc32c and checksum, one pass", crc_sum_one, always },
-		{ "128-bit fold, then checksum", crc128_then_sum, uiw_crc32c_sum_fold128_available },
-		{ "128-bit fold and checksum, one pass", crc128_sum_one, uiw_crc32c_sum_fold128_available },
+		{ "128-bit fold, then checksum", crc128_then_sum, uiw_crc32c_fold_avx_available },
+		{ "crc32 x3 and checksum, one pass", crc3_sum_one, uiw_crc32c_sum_crc3_available },
+		{ "copy+crc32 x3+checksum", copy_crc3_sum, uiw_crc32c_sum_crc3_available },
 		{ "copy+crc32c, copy+checksum", copy_crc_copy_sum, always },
 		{ "copy+crc32c+checksum, copy", copy_crc_sum_copy, always },
 	};

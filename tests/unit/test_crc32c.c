@@ -190,23 +190,40 @@ static uint16_t ref_sum(const uint8_t *p, size_t len)
 	return (uint16_t)s;
 }
 
+/* One-pass implementation @p i of crc_and_sum_in_one_pass. */
+static uint32_t one_pass(int i, uint32_t st, void *d, const void *s, size_t len, uint16_t *sum)
+{
+	switch (i) {
+	case 1:
+		return uiw_crc32c_sum_crc3(st, d, s, len, sum);
+	case 2:
+		return uiw_crc32c_sum_fold256(st, d, s, len, sum);
+	case 3:
+		return uiw_crc32c_sum_fold512(st, d, s, len, sum);
+	default:
+		return uiw_crc32c_sum(st, d, s, len, sum);
+	}
+}
+
 /* The CRC and the checksum in one pass (what an FPDU's payload costs where both are
- * software's): each the source's, at every length to past two 256-bit rounds, at odd
- * alignments, with and without the copy, which is exact. _i: 0 the dispatching one, 1 the
- * 128-bit folding, 2 the 256-bit, 3 the 512-bit (each where the CPU has it). */
+ * software's): each the source's, at every length to past two 256-bit rounds and past the
+ * three-stream blocks' largest (3 KiB), at odd alignments, with and without the copy, which
+ * is exact. _i: 0 the dispatching one, 1 the crc32 instruction in three streams, 2 the
+ * 256-bit folding, 3 the 512-bit (each where the CPU has it). */
 START_TEST(crc_and_sum_in_one_pass)
 {
-	static uint8_t src[2200 + 32], dst[2200 + 64], want[2200 + 64];
+	enum { MAXLEN = 3300 };
+	static uint8_t src[MAXLEN + 32], dst[MAXLEN + 64], want[MAXLEN + 64];
 	unsigned seed = 11;
 
-	if ((_i == 1 && !uiw_crc32c_sum_fold128_available()) ||
+	if ((_i == 1 && !uiw_crc32c_sum_crc3_available()) ||
 	    (_i == 2 && !uiw_crc32c_fold256_available()) ||
 	    (_i == 3 && !uiw_crc32c_fold512_available()))
 		return;
 	for (size_t k = 0; k < sizeof(src); k++)
 		src[k] = (uint8_t)rand_r(&seed);
 	for (size_t off = 0; off < 3; off++)
-		for (size_t len = 0; len <= 2200; len++)
+		for (size_t len = 0; len <= MAXLEN; len++)
 			for (int copy = 0; copy < 2; copy++) {
 				uint32_t st = (uint32_t)rand_r(&seed) * 2654435761u, got;
 				uint8_t *d = copy ? dst + 7 : NULL;
@@ -216,10 +233,7 @@ START_TEST(crc_and_sum_in_one_pass)
 				memset(want, 0xa5, sizeof(want));
 				if (copy)
 					memcpy(want + 7, src + off, len);
-				got = _i == 0	? uiw_crc32c_sum(st, d, src + off, len, &sum)
-				      : _i == 1 ? uiw_crc32c_sum_fold128(st, d, src + off, len, &sum)
-				      : _i == 2 ? uiw_crc32c_sum_fold256(st, d, src + off, len, &sum)
-						: uiw_crc32c_sum_fold512(st, d, src + off, len, &sum);
+				got = one_pass(_i, st, d, src + off, len, &sum);
 				ck_assert_msg(got == uiw_crc32c_update_sw(st, src + off, len),
 					      "crc: off %zu len %zu copy %d", off, len, copy);
 				ck_assert_msg(sum == ref_sum(src + off, len),
@@ -233,17 +247,15 @@ START_TEST(crc_and_sum_in_one_pass)
 	uint16_t sum = 0;
 
 	memset(ones, 0xff, sizeof(ones));
-	uint32_t got = _i == 0	 ? uiw_crc32c_sum(0, NULL, ones, sizeof(ones), &sum)
-		       : _i == 1 ? uiw_crc32c_sum_fold128(0, NULL, ones, sizeof(ones), &sum)
-		       : _i == 2 ? uiw_crc32c_sum_fold256(0, NULL, ones, sizeof(ones), &sum)
-				 : uiw_crc32c_sum_fold512(0, NULL, ones, sizeof(ones), &sum);
+	uint32_t got = one_pass(_i, 0, NULL, ones, sizeof(ones), &sum);
 
 	ck_assert_uint_eq(got, uiw_crc32c_update_sw(0, ones, sizeof(ones)));
 	ck_assert_uint_eq(sum, ref_sum(ones, sizeof(ones)));
 
-	/* Runs past the points where a one-pass sum widens what its lanes gathered (the
-	 * 128-bit folding's, every 512 KiB): 3 MiB and a few octets, all 0xff (every lane at
-	 * its largest), all zero (at its smallest), and random, with and without the copy. */
+	/* Long runs, whose lanes gather the most before they widen (the three streams' at
+	 * each 3 KiB block, a thousand of them here): 3 MiB and a few octets, all 0xff (every
+	 * lane at its largest), all zero (at its smallest), and random, with and without the
+	 * copy. */
 	const size_t big = 3 * 1024 * 1024 + 37;
 	uint8_t *b = malloc(big), *bd = malloc(big);
 
@@ -254,10 +266,7 @@ START_TEST(crc_and_sum_in_one_pass)
 		for (int copy = 0; copy < 2; copy++) {
 			uint8_t *d = copy ? bd : NULL;
 
-			got = _i == 0	? uiw_crc32c_sum(5, d, b, big, &sum)
-			      : _i == 1 ? uiw_crc32c_sum_fold128(5, d, b, big, &sum)
-			      : _i == 2 ? uiw_crc32c_sum_fold256(5, d, b, big, &sum)
-					: uiw_crc32c_sum_fold512(5, d, b, big, &sum);
+			got = one_pass(_i, 5, d, b, big, &sum);
 			ck_assert_uint_eq(got, uiw_crc32c_update_sw(5, b, big));
 			ck_assert_msg(sum == ref_sum(b, big), "fill %d copy %d: %#x, want %#x", fill,
 				      copy, sum, ref_sum(b, big));
