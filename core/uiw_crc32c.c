@@ -492,6 +492,12 @@ __attribute__((constructor)) static void crc3_init(void)
 	}
 }
 
+/* The octets each stream of the next block takes, @p len >= 96 left: a multiple of 32. */
+static inline size_t crc3_stream(size_t len)
+{
+	return len / 96 * 32 < CRC3_STREAM_MAX ? len / 96 * 32 : CRC3_STREAM_MAX;
+}
+
 /* @p r moved forward 8 @p j octets. */
 __attribute__((target("pclmul,sse4.2"), always_inline)) static inline uint64_t
 crc3_shift(uint64_t r, size_t j)
@@ -502,7 +508,7 @@ crc3_shift(uint64_t r, size_t j)
 	return _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(m));
 }
 
-__attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline uint64_t
+__attribute__((target("pclmul,sse4.2"), always_inline)) static inline uint64_t
 crc3_words(uint64_t r, const uint8_t *p)
 {
 	/* Word by word, so that each load is the instruction's operand (one 32-octet copy
@@ -546,7 +552,7 @@ crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_
 	uint64_t r = state, total = 0;
 
 	while (len >= 96) {
-		size_t k = len / 96 * 32 < CRC3_STREAM_MAX ? len / 96 * 32 : CRC3_STREAM_MAX;
+		size_t k = crc3_stream(len);
 		__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
 		__m256i s2 = _mm256_setzero_si256();
 		uint64_t r1 = 0, r2 = 0;
@@ -594,6 +600,29 @@ crc3_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *w
 	return crc3_sum_run(state, NULL, p, len, wide, false);
 }
 
+/* The three streams alone, for the CRC without the sum. */
+__attribute__((target("pclmul,sse4.2"))) uint32_t uiw_crc32c_update_crc3(uint32_t state,
+									   const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t r = state;
+
+	while (len >= 96) {
+		size_t k = crc3_stream(len);
+		uint64_t r1 = 0, r2 = 0;
+
+		for (size_t i = 0; i < k; i += 32) {
+			r = crc3_words(r, p + i);
+			r1 = crc3_words(r1, p + k + i);
+			r2 = crc3_words(r2, p + 2 * k + i);
+		}
+		r = crc3_shift(r, 2 * k / 8) ^ crc3_shift(r1, k / 8) ^ r2;
+		p += 3 * k;
+		len -= 3 * k;
+	}
+	return uiw_crc32c_update_hw((uint32_t)r, p, len);
+}
+
 bool uiw_crc32c_fold256_available(void)
 {
 	return __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2") &&
@@ -630,6 +659,11 @@ bool uiw_crc32c_fold_avx_available(void)
 	return false;
 }
 
+uint32_t uiw_crc32c_update_crc3(uint32_t state, const void *buf, size_t len)
+{
+	return uiw_crc32c_update_sw(state, buf, len);
+}
+
 uint32_t uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len)
 {
 	return uiw_crc32c_update_sw(state, buf, len);
@@ -664,7 +698,7 @@ bool uiw_crc32c_fold512_available(void)
 #endif
 
 /* The implementation for each length class, chosen once (the CPU does not change). */
-enum crc_impl { IMPL_UNSET, IMPL_SW, IMPL_HW, IMPL_FOLD, IMPL_FOLD_AVX, IMPL_FOLD256, IMPL_FOLD512 };
+enum crc_impl { IMPL_UNSET, IMPL_SW, IMPL_HW, IMPL_CRC3, IMPL_FOLD256, IMPL_FOLD512 };
 static enum crc_impl impl_short, impl_long;
 
 static void __attribute__((noinline)) crc_impl_pick(void)
@@ -673,8 +707,7 @@ static void __attribute__((noinline)) crc_impl_pick(void)
 
 	enum crc_impl l = uiw_crc32c_fold512_available()  ? IMPL_FOLD512
 			  : uiw_crc32c_fold256_available()  ? IMPL_FOLD256
-			  : uiw_crc32c_fold_avx_available() ? IMPL_FOLD_AVX
-			  : uiw_crc32c_fold_available()     ? IMPL_FOLD
+			  : uiw_crc32c_fold_available()     ? IMPL_CRC3
 			  : hw				    ? IMPL_HW
 							    : IMPL_SW;
 
@@ -698,10 +731,8 @@ uint32_t uiw_crc32c_update(uint32_t state, const void *buf, size_t len)
 		return uiw_crc32c_update_fold512(state, buf, len);
 	case IMPL_FOLD256:
 		return uiw_crc32c_update_fold256(state, buf, len);
-	case IMPL_FOLD_AVX:
-		return uiw_crc32c_update_fold_avx(state, buf, len);
-	case IMPL_FOLD:
-		return uiw_crc32c_update_fold(state, buf, len);
+	case IMPL_CRC3:
+		return uiw_crc32c_update_crc3(state, buf, len);
 	case IMPL_HW:
 		return uiw_crc32c_update_hw(state, buf, len);
 	default:

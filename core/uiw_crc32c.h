@@ -2,9 +2,11 @@
 /**
  * @file
  * CRC32c (Castagnoli, reflected polynomial 0x82F63B78), as MPA uses it (RFC 5044 §6.3,
- * computed as in RFC 3720 §B.4). Long runs are folded 128 octets at a time with 256-bit
- * carry-less multiplication (VPCLMULQDQ), or 64 with PCLMULQDQ, where the CPU has it; shorter ones use the SSE4.2 crc32
- * instruction; a slice-by-8 table serves other CPUs. All give the same results.
+ * computed as in RFC 3720 §B.4). Long runs are folded 256 or 128 octets at a time with
+ * 512- or 256-bit carry-less multiplication (VPCLMULQDQ) where the CPU has it, else taken
+ * by the SSE4.2 crc32 instruction in three streams joined with PCLMULQDQ; shorter ones by
+ * the crc32 instruction alone; a slice-by-8 table serves other CPUs. All give the same
+ * results.
  *
  * The state convention: start from UIW_CRC32C_INIT, feed bytes with uiw_crc32c_update()
  * in any number of pieces, then finish with uiw_crc32c_final(). MPA puts the final value
@@ -31,7 +33,7 @@ uint32_t uiw_crc32c_update_hw(uint32_t state, const void *buf, size_t len);
 /** True when the CPU has the SSE4.2 crc32 instruction. */
 bool uiw_crc32c_hw_available(void);
 
-/** Runs this long and longer are folded (uiw_crc32c_update_fold) by uiw_crc32c_update(). */
+/** Runs this long and longer take uiw_crc32c_update()'s long path (folding, or three streams). */
 #define UIW_CRC32C_FOLD_MIN 256
 
 /** PCLMULQDQ folding (any length; it folds from 64 octets); call only when
@@ -47,6 +49,11 @@ uint32_t uiw_crc32c_update_fold_avx(uint32_t state, const void *buf, size_t len)
 
 /** True when the CPU has AVX as well. */
 bool uiw_crc32c_fold_avx_available(void);
+
+/** The crc32 instruction in three streams joined by PCLMULQDQ, what uiw_crc32c_update()
+ *  takes for long runs where the CPU has no VPCLMULQDQ; call only when
+ *  uiw_crc32c_fold_available() is true. */
+uint32_t uiw_crc32c_update_crc3(uint32_t state, const void *buf, size_t len);
 
 /** The same folding on 256-bit registers, 128 octets a round (from 256 octets; shorter
  *  runs go to uiw_crc32c_update_fold_avx()); call only when uiw_crc32c_fold256_available(). */

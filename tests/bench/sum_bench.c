@@ -27,6 +27,7 @@ static double now_s(void)
 static uint32_t crc_hw(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_hw(s, p, n); }
 static uint32_t crc_fold(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold(s, p, n); }
 static uint32_t crc_fold_avx(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold_avx(s, p, n); }
+static uint32_t crc_crc3(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_crc3(s, p, n); }
 static uint32_t crc_fold256(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold256(s, p, n); }
 static uint32_t crc_fold512(const uint8_t *p, size_t n, uint32_t s) { return uiw_crc32c_update_fold512(s, p, n); }
 static uint32_t sum_scalar(const uint8_t *p, size_t n, uint32_t s) { return s + uiw_raw_sum(p, n); }
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
 		{ "crc32c, crc32 instruction", crc_hw, uiw_crc32c_hw_available },
 		{ "crc32c, PCLMULQDQ folding", crc_fold, uiw_crc32c_fold_available },
 		{ "crc32c, PCLMULQDQ folding, AVX encoding", crc_fold_avx, uiw_crc32c_fold_avx_available },
+		{ "crc32c, crc32 instruction x3", crc_crc3, uiw_crc32c_fold_available },
 		{ "crc32c, VPCLMULQDQ folding", crc_fold256, uiw_crc32c_fold256_available },
 		{ "crc32c, VPCLMULQDQ folding, 512-bit", crc_fold512, uiw_crc32c_fold512_available },
 		{ "checksum, scalar", sum_scalar, always },

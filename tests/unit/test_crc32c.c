@@ -24,16 +24,18 @@ static uint32_t ref_crc32c(const uint8_t *p, size_t len)
 
 static const crc_fn impls[] = { uiw_crc32c_update_sw, uiw_crc32c_update_hw, uiw_crc32c_update,
 				 uiw_crc32c_update_fold, uiw_crc32c_update_fold256,
-				 uiw_crc32c_update_fold_avx, uiw_crc32c_update_fold512 };
+				 uiw_crc32c_update_fold_avx, uiw_crc32c_update_fold512,
+				 uiw_crc32c_update_crc3 };
 static const char *const impl_names[] = { "sw", "hw", "dispatch", "fold", "fold256", "fold_avx",
-					  "fold512" };
-#define NIMPL 7
+					  "fold512", "crc3" };
+#define NIMPL 8
 
 static bool impl_usable(int i)
 {
 	return i == 1 ? uiw_crc32c_hw_available() : i == 3 ? uiw_crc32c_fold_available()
 		: i == 4 ? uiw_crc32c_fold256_available() : i == 5 ? uiw_crc32c_fold_avx_available()
-		: i == 6 ? uiw_crc32c_fold512_available() : true;
+		: i == 6 ? uiw_crc32c_fold512_available() : i == 7 ? uiw_crc32c_fold_available()
+		: true;
 }
 
 static uint32_t run(int i, const void *p, size_t len)
@@ -109,11 +111,13 @@ END_TEST
  * fold's four-lane rounds to 1100, the 256-bit fold's eight-block rounds and lane reduction
  * to 2100; then the single-block folds and the tail; the 128-bit fold in AVX encodings as
  * the first; the 512-bit fold's sixteen-block rounds, its lanes folded at once and its
- * 64-octet steps, to 2400) and every alignment within a register, from states that are not
- * the initial one, and over 64 KiB. _i: impls[3 + _i]. */
+ * 64-octet steps, to 2400; the three crc32 streams' blocks past their largest, 3 KiB, to
+ * 3300) and every alignment within a register, from states that are not the initial one,
+ * and over 64 KiB. _i: impls[3 + _i]. */
 START_TEST(fold_matches_table_everywhere)
 {
-	static const size_t max_len[] = { 1100, 2100, 1100, 2400 }, align[] = { 16, 32, 16, 64 };
+	static const size_t max_len[] = { 1100, 2100, 1100, 2400, 3300 };
+	static const size_t align[] = { 16, 32, 16, 64, 8 };
 	static uint8_t buf[65536 + 32];
 	crc_fn f = impls[3 + _i];
 	unsigned seed = 99;
@@ -313,7 +317,7 @@ static Suite *crc_suite(void)
 
 	tcase_add_loop_test(tc, rfc3720_vectors, 0, NIMPL);
 	tcase_add_loop_test(tc, mpa_worked_fpdu, 0, NIMPL);
-	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 4);
+	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 5);
 	tcase_add_loop_test(tc, random_lengths_and_alignments_match_reference, 0, 8);
 	tcase_add_test(tc, any_split_gives_same_crc);
 	tcase_add_loop_test(tc, crc_while_copying, 0, 3);
