@@ -542,9 +542,9 @@ crc3_round(const uint8_t *p, uint8_t *dst, size_t i, size_t k, bool copy, __m256
 	*r2 = crc3_words(*r2, p + 2 * k + i);
 }
 
-/* @p len >= 32: blocks of three streams while 96 octets are left, then 32-octet rounds of
- * one; the CRC also over the last len % 32 octets, *@p wide the 16-bit words' sum of all
- * but those. With @p copy, everything is stored at @p dst as it is read. */
+/* @p len >= 96: blocks of three streams while 96 octets are left, then 32-octet rounds of
+ * one, then the tail; *@p wide the unfolded sum of all @p len octets' 16-bit words. With
+ * @p copy, everything is stored at @p dst as it is read. */
 __attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
 crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide,
 	     bool copy)
@@ -585,11 +585,56 @@ crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_
 		s = uiw_sum16_add(s, a);
 		r = crc3_words(r, p);
 	}
-	if (copy)
-		memcpy(dst, p, len);
-	*wide = total + uiw_sum16_widen(s, _mm256_setzero_si256(), words);
+	/* The last len < 32 octets: words of 8, 4, 2 and 1 octets, each loaded once for the
+	 * CRC, the sum (end-around carried) and the copy. */
+	uint64_t t = 0;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		if (copy) {
+			memcpy(dst, &w, 8);
+			dst += 8;
+		}
+		r = _mm_crc32_u64(r, w);
+		t += w;
+		t += t < w;
+	}
+	t = (t & 0xffffffffu) + (t >> 32);   /* room for what is left */
+	if (len & 4) {
+		uint32_t w;
+
+		memcpy(&w, p, 4);
+		if (copy) {
+			memcpy(dst, &w, 4);
+			dst += 4;
+		}
+		r = _mm_crc32_u32((uint32_t)r, w);
+		t += w;
+		p += 4;
+	}
+	if (len & 2) {
+		uint16_t w;
+
+		memcpy(&w, p, 2);
+		if (copy) {
+			memcpy(dst, &w, 2);
+			dst += 2;
+		}
+		r = _mm_crc32_u16((uint32_t)r, w);
+		t += w;
+		p += 2;
+	}
+	if (len & 1) {
+		if (copy)
+			*dst = *p;
+		r = _mm_crc32_u8((uint32_t)r, *p);
+		t += *p;   /* the low octet of its word on this little-endian host */
+	}
+	*wide = total + uiw_sum16_widen(s, _mm256_setzero_si256(), words) + t;
 	_mm256_zeroupper();
-	return uiw_crc32c_update_hw((uint32_t)r, p, len);
+	return (uint32_t)r;
 }
 
 __attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
@@ -821,7 +866,16 @@ uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size
 uint32_t uiw_crc32c_sum_crc3(uint32_t state, void *dst, const void *src, size_t len,
 			     uint16_t *sum)
 {
-	return sum_by(FOLD_SUM(crc3_sum), 96, 32, state, dst, src, len, sum);
+#if defined(__x86_64__)
+	uint64_t wide;
+
+	if (len >= 96) {
+		state = crc3_sum(state, dst, src, len, &wide);
+		*sum = uiw_sum_fold64(wide);
+		return state;
+	}
+#endif
+	return sum_apart(state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)
