@@ -540,7 +540,7 @@ crc3_words(uint64_t r, const uint8_t *p)
 
 /* Round @p i of a block whose streams are @p k octets long. */
 __attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline void
-crc3_round(const uint8_t *p, uint8_t *dst, size_t i, size_t k, bool copy, __m256i *s0,
+crc3_round(const uint8_t *p, uint8_t *dst, size_t i, size_t k, bool copy, bool sum, __m256i *s0,
 	   __m256i *s1, __m256i *s2, uint64_t *r0, uint64_t *r1, uint64_t *r2)
 {
 	__m256i a = loadu256(p + i), b = loadu256(p + k + i), c = loadu256(p + 2 * k + i);
@@ -550,20 +550,22 @@ crc3_round(const uint8_t *p, uint8_t *dst, size_t i, size_t k, bool copy, __m256
 		_mm256_storeu_si256((__m256i *)(void *)(dst + k + i), b);
 		_mm256_storeu_si256((__m256i *)(void *)(dst + 2 * k + i), c);
 	}
-	*s0 = uiw_sum16_add(*s0, a);
-	*s1 = uiw_sum16_add(*s1, b);
-	*s2 = uiw_sum16_add(*s2, c);
+	if (sum) {
+		*s0 = uiw_sum16_add(*s0, a);
+		*s1 = uiw_sum16_add(*s1, b);
+		*s2 = uiw_sum16_add(*s2, c);
+	}
 	*r0 = crc3_words(*r0, p + i);
 	*r1 = crc3_words(*r1, p + k + i);
 	*r2 = crc3_words(*r2, p + 2 * k + i);
 }
 
 /* @p len >= 96: blocks of three streams while 96 octets are left, then 32-octet rounds of
- * one, then the tail; *@p wide the unfolded sum of all @p len octets' 16-bit words. With
- * @p copy, everything is stored at @p dst as it is read. */
+ * one, then the tail. With @p sum, *@p wide the unfolded sum of all @p len octets' 16-bit
+ * words; with @p copy, everything is stored at @p dst as it is read. */
 __attribute__((target("avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
 crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide,
-	     bool copy)
+	     bool copy, bool sum)
 {
 	uint64_t r = state, total = 0;
 
@@ -575,13 +577,14 @@ crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_
 
 		/* Two rounds a pass, after one alone if the stream has an odd number. */
 		if (k & 32)
-			crc3_round(p, dst, 0, k, copy, &s0, &s1, &s2, &r, &r1, &r2);
+			crc3_round(p, dst, 0, k, copy, sum, &s0, &s1, &s2, &r, &r1, &r2);
 		for (size_t i = k & 32; i < k; i += 64) {
-			crc3_round(p, dst, i, k, copy, &s0, &s1, &s2, &r, &r1, &r2);
-			crc3_round(p, dst, i + 32, k, copy, &s0, &s1, &s2, &r, &r1, &r2);
+			crc3_round(p, dst, i, k, copy, sum, &s0, &s1, &s2, &r, &r1, &r2);
+			crc3_round(p, dst, i + 32, k, copy, sum, &s0, &s1, &s2, &r, &r1, &r2);
 		}
 		/* A block's accumulators take at most CRC3_STREAM_MAX / 32 registers each. */
-		total += uiw_sum16_widen(_mm256_add_epi32(s0, s2), s1, 3 * k / 2);
+		if (sum)
+			total += uiw_sum16_widen(_mm256_add_epi32(s0, s2), s1, 3 * k / 2);
 		r = crc3_shift(r, 2 * k / 8) ^ crc3_shift(r1, k / 8) ^ r2;
 		p += 3 * k;
 		len -= 3 * k;
@@ -598,7 +601,8 @@ crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_
 			_mm256_storeu_si256((__m256i *)(void *)dst, a);
 			dst += 32;
 		}
-		s = uiw_sum16_add(s, a);
+		if (sum)
+			s = uiw_sum16_add(s, a);
 		r = crc3_words(r, p);
 	}
 	/* The last len < 32 octets: words of 8, 4, 2 and 1 octets, each loaded once for the
@@ -648,7 +652,8 @@ crc3_sum_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_
 		r = _mm_crc32_u8((uint32_t)r, *p);
 		t += *p;   /* the low octet of its word on this little-endian host */
 	}
-	*wide = total + uiw_sum16_widen(s, _mm256_setzero_si256(), words) + t;
+	if (sum)
+		*wide = total + uiw_sum16_widen(s, _mm256_setzero_si256(), words) + t;
 	_mm256_zeroupper();
 	return (uint32_t)r;
 }
@@ -657,8 +662,19 @@ __attribute__((target("avx2,pclmul,sse4.2"))) static uint32_t
 crc3_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
 	if (dst != NULL)
-		return crc3_sum_run(state, dst, p, len, wide, true);
-	return crc3_sum_run(state, NULL, p, len, wide, false);
+		return crc3_sum_run(state, dst, p, len, wide, true, true);
+	return crc3_sum_run(state, NULL, p, len, wide, false, true);
+}
+
+/* The copy and the CRC in one pass, no sum: the copy MPA makes where the port sums. */
+__attribute__((target("avx2,pclmul,sse4.2"))) uint32_t
+uiw_crc32c_copy_crc3(uint32_t state, void *dst, const void *src, size_t len)
+{
+	if (len < 96) {
+		memcpy(dst, src, len);
+		return uiw_crc32c_update_hw(state, src, len);
+	}
+	return crc3_sum_run(state, dst, src, len, NULL, true, false);
 }
 
 /* The three streams alone, for the CRC without the sum. */
@@ -741,6 +757,12 @@ bool uiw_crc32c_fold256_available(void)
 	return false;
 }
 
+uint32_t uiw_crc32c_copy_crc3(uint32_t state, void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+	return uiw_crc32c_update_sw(state, src, len);
+}
+
 uint32_t uiw_crc32c_update_fold512(uint32_t state, const void *buf, size_t len)
 {
 	return uiw_crc32c_update_sw(state, buf, len);
@@ -761,6 +783,7 @@ bool uiw_crc32c_fold512_available(void)
 /* The implementation for each length class, chosen once (the CPU does not change). */
 enum crc_impl { IMPL_UNSET, IMPL_SW, IMPL_HW, IMPL_CRC3, IMPL_FOLD256, IMPL_FOLD512 };
 static enum crc_impl impl_short, impl_long;
+static bool copy_crc3;   /* the copy in the three streams' pass (AVX2's loads and stores) */
 
 static void __attribute__((noinline)) crc_impl_pick(void)
 {
@@ -772,7 +795,9 @@ static void __attribute__((noinline)) crc_impl_pick(void)
 			  : hw				    ? IMPL_HW
 							    : IMPL_SW;
 
-	/* Whoever sees the short one set sees the long one too. */
+	/* Whoever sees the short one set sees the others too. */
+	__atomic_store_n(&copy_crc3, l == IMPL_CRC3 && uiw_crc32c_sum_crc3_available(),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&impl_long, l, __ATOMIC_RELAXED);
 	__atomic_store_n(&impl_short, hw ? IMPL_HW : IMPL_SW, __ATOMIC_RELEASE);
 }
@@ -811,6 +836,10 @@ uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len)
 			return uiw_crc32c_copy_fold512(state, dst, src, len);
 		case IMPL_FOLD256:
 			return uiw_crc32c_copy_fold256(state, dst, src, len);
+		case IMPL_CRC3:
+			if (__atomic_load_n(&copy_crc3, __ATOMIC_RELAXED))
+				return uiw_crc32c_copy_crc3(state, dst, src, len);
+			break;
 		default:
 			break;
 		}

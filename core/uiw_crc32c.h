@@ -63,8 +63,14 @@ uint32_t uiw_crc32c_update_fold256(uint32_t state, const void *buf, size_t len);
  *  (the areas must not overlap); call only when uiw_crc32c_fold256_available(). */
 uint32_t uiw_crc32c_copy_fold256(uint32_t state, void *dst, const void *src, size_t len);
 
+/** uiw_crc32c_update_crc3() that also copies the octets to @p dst in the same pass (the
+ *  areas must not overlap; shorter than 96 octets: a copy, then the crc32 instruction);
+ *  call only when uiw_crc32c_sum_crc3_available(). */
+uint32_t uiw_crc32c_copy_crc3(uint32_t state, void *dst, const void *src, size_t len);
+
 /** Copies @p len octets from @p src to @p dst (not overlapping) and feeds them to the
- *  CRC: in one pass where the CPU has VPCLMULQDQ, else a copy and the fastest update. */
+ *  CRC: in one pass where the CPU has VPCLMULQDQ, or PCLMULQDQ and AVX2 (three crc32
+ *  streams); else a copy and the fastest update. */
 uint32_t uiw_crc32c_copy(uint32_t state, void *dst, const void *src, size_t len);
 
 /**

@@ -139,21 +139,24 @@ START_TEST(fold_matches_table_everywhere)
 END_TEST
 
 /* The CRC taken while copying: the copy is exact (nothing written past its end) and the
- * CRC that of the source, at every length to past two 256-bit rounds and odd alignments of
- * both ends, from a state that is not the initial one. _i: 0 the dispatching copy, 1 the
- * 256-bit VPCLMULQDQ one, 2 the 512-bit one (each where the CPU has it). */
+ * CRC that of the source, at every length to past two 256-bit rounds and a three streams'
+ * block, and odd alignments of both ends, from a state that is not the initial one. _i: 0
+ * the dispatching copy, 1 the 256-bit VPCLMULQDQ one, 2 the 512-bit one, 3 the three
+ * crc32 streams' (each where the CPU has it). */
 START_TEST(crc_while_copying)
 {
-	static uint8_t src[2200 + 32], dst[2200 + 64], want[2200 + 64];
+	enum { MAXLEN = 3300 };
+	static uint8_t src[MAXLEN + 32], dst[MAXLEN + 64], want[MAXLEN + 64];
 	unsigned seed = 5;
 
 	if ((_i == 1 && !uiw_crc32c_fold256_available()) ||
-	    (_i == 2 && !uiw_crc32c_fold512_available()))
+	    (_i == 2 && !uiw_crc32c_fold512_available()) ||
+	    (_i == 3 && !uiw_crc32c_sum_crc3_available()))
 		return;
 	for (size_t k = 0; k < sizeof(src); k++)
 		src[k] = (uint8_t)rand_r(&seed);
 	for (size_t off = 0; off < 3; off++)
-		for (size_t len = 0; len <= 2200; len++) {
+		for (size_t len = 0; len <= MAXLEN; len++) {
 			uint32_t st = (uint32_t)rand_r(&seed) * 2654435761u, got;
 
 			memset(dst, 0xa5, sizeof(dst));
@@ -161,12 +164,30 @@ START_TEST(crc_while_copying)
 			memcpy(want + 7, src + off, len);
 			got = _i == 0   ? uiw_crc32c_copy(st, dst + 7, src + off, len)
 			      : _i == 1 ? uiw_crc32c_copy_fold256(st, dst + 7, src + off, len)
-					: uiw_crc32c_copy_fold512(st, dst + 7, src + off, len);
+			      : _i == 2 ? uiw_crc32c_copy_fold512(st, dst + 7, src + off, len)
+					: uiw_crc32c_copy_crc3(st, dst + 7, src + off, len);
 			ck_assert_msg(got == uiw_crc32c_update_sw(st, src + off, len),
 				      "crc: off %zu len %zu", off, len);
 			ck_assert_msg(memcmp(dst, want, sizeof(dst)) == 0, "copy: off %zu len %zu",
 				      off, len);
 		}
+
+	/* Many blocks: 64 KiB and a few octets. */
+	enum { BIG = 65536 + 37 };
+	uint8_t *b = malloc(BIG), *bd = malloc(BIG);
+
+	ck_assert(b != NULL && bd != NULL);
+	for (size_t k = 0; k < BIG; k++)
+		b[k] = (uint8_t)rand_r(&seed);
+	uint32_t got = _i == 0	 ? uiw_crc32c_copy(9, bd, b, BIG)
+		       : _i == 1 ? uiw_crc32c_copy_fold256(9, bd, b, BIG)
+		       : _i == 2 ? uiw_crc32c_copy_fold512(9, bd, b, BIG)
+				 : uiw_crc32c_copy_crc3(9, bd, b, BIG);
+
+	ck_assert_uint_eq(got, uiw_crc32c_update_sw(9, b, BIG));
+	ck_assert(memcmp(b, bd, BIG) == 0);
+	free(b);
+	free(bd);
 }
 END_TEST
 
@@ -320,7 +341,7 @@ static Suite *crc_suite(void)
 	tcase_add_loop_test(tc, fold_matches_table_everywhere, 0, 5);
 	tcase_add_loop_test(tc, random_lengths_and_alignments_match_reference, 0, 8);
 	tcase_add_test(tc, any_split_gives_same_crc);
-	tcase_add_loop_test(tc, crc_while_copying, 0, 3);
+	tcase_add_loop_test(tc, crc_while_copying, 0, 4);
 	tcase_add_loop_test(tc, crc_and_sum_in_one_pass, 0, 4);
 	tcase_add_test(tc, dispatch_gives_check_value_and_reports_path);
 	suite_add_tcase(s, tc);
