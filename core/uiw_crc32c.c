@@ -236,9 +236,10 @@ widen_add(__m256i acc, __m256i x)
 				_mm256_unpackhi_epi32(x, zero));
 }
 
-/* The 256-bit loop, @p len >= 128; with @p dst, each 128 octets are stored there as they
- * are read (the copy MPA makes of a payload, in the CRC's pass); with @p wide, the unfolded
- * sum of the 32-bit words of the octets the rounds take goes there (the checksum's pass). */
+/* The 256-bit loop, @p len >= 128, then 32-octet steps on one register; with @p dst, the
+ * octets are stored there as they are read (the copy MPA makes of a payload, in the CRC's
+ * pass); with @p wide, the unfolded sum of the 32-bit words of all @p len octets goes there
+ * (the checksum's pass). */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"), always_inline)) static inline uint32_t
 fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
@@ -270,15 +271,50 @@ fold256_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t
 		y2 = fold256(y2, k1024, n2);
 		y3 = fold256(y3, k1024, n3);
 	}
-	if (dst != NULL)
-		memcpy(dst, p, len);
-	if (wide != NULL) {
-		s0 = _mm256_add_epi64(s0, s1);
-		__m128i t = _mm_add_epi64(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
-
-		*wide = (uint64_t)_mm_cvtsi128_si64(t) + (uint64_t)_mm_extract_epi64(t, 1);
-	}
 	y0 = fold256(fold256(fold256(y0, k256, y1), k256, y2), k256, y3);
+	for (; len >= 32; p += 32, len -= 32) {
+		__m256i n = load32(p);
+
+		if (dst != NULL) {
+			_mm256_storeu_si256((__m256i *)(void *)dst, n);
+			dst += 32;
+		}
+		if (wide != NULL)
+			s0 = widen_add(s0, n);
+		y0 = fold256(y0, k256, n);
+	}
+	if (dst != NULL || wide != NULL) {
+		/* The last len < 32 octets: their whole 32-bit words by one masked load (the
+		 * words past them neither read nor faulted on; zeros in the register) and
+		 * stored by the same mask, then the last one to three octets as the low ones
+		 * of a word (RFC 1071's padding). Their CRC is fold_finish_wide()'s. */
+		const size_t whole = len & ~(size_t)3;
+		const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len / 4)),
+							_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+		__m256i n = _mm256_maskload_epi32((const int *)(const void *)p, mask);
+		uint32_t w = 0;
+
+		if (len & 2) {
+			uint16_t h;
+
+			memcpy(&h, p + whole, 2);
+			w = h;
+		}
+		if (len & 1)
+			w |= (uint32_t)p[len - 1] << (8 * (len & 2));
+		if (dst != NULL) {
+			_mm256_maskstore_epi32((int *)(void *)dst, mask, n);
+			for (size_t i = whole; i < len; i++)
+				dst[i] = p[i];
+		}
+		if (wide != NULL) {
+			s0 = _mm256_add_epi64(widen_add(s0, n), s1);
+			__m128i t = _mm_add_epi64(_mm256_castsi256_si128(s0),
+						  _mm256_extracti128_si256(s0, 1));
+
+			*wide = (uint64_t)_mm_cvtsi128_si64(t) + (uint64_t)_mm_extract_epi64(t, 1) + w;
+		}
+	}
 	return fold_finish_wide(fold(_mm256_castsi256_si128(y0), K128,
 				     _mm256_extracti128_si256(y0, 1)), p, len);
 }
@@ -348,8 +384,7 @@ widen_add512(__m512i acc, __m512i x)
 				_mm512_unpackhi_epi32(x, zero));
 }
 
-/* @p len >= 256; @p dst and @p wide as for fold256_run(), but *@p wide sums all @p len
- * octets (the 64-octet steps are rounds of the sum too, and the tail is summed). */
+/* @p len >= 256; @p dst and @p wide as for fold256_run(). */
 __attribute__((target(T512), always_inline)) static inline uint32_t
 fold512_run(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
@@ -452,9 +487,8 @@ bool uiw_crc32c_fold512_available(void)
 }
 
 /* The one-pass CRC and checksum (uiw_crc32c_sum()): the runs above with the Internet
- * checksum, its unfolded sum of words in *@p wide (32-bit here, 16-bit in crc3_sum(): the
- * two fold to the same sum), of all the octets in fold512_sum(), of the rounds' octets in
- * fold256_sum() (whose caller sums the tail the rounds left). */
+ * checksum, the unfolded sum of all the octets' words in *@p wide (32-bit here, 16-bit in
+ * crc3_sum(): the two fold to the same sum). */
 __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.2"))) static uint32_t
 fold256_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *wide)
 {
@@ -870,31 +904,6 @@ static uint32_t sum_apart(uint32_t state, void *dst, const void *src, size_t len
 	return uiw_crc32c_update(state, src, len);
 }
 
-typedef uint32_t (*fold_sum_fn)(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len,
-				uint64_t *wide);
-
-/* A one-pass run @p f (NULL: none here) for @p len >= @p min, whose rounds take a multiple
- * of @p step octets, then the tail's words; shorter runs apart. */
-static uint32_t sum_by(fold_sum_fn f, size_t min, size_t step, uint32_t state, void *dst,
-		       const void *src, size_t len, uint16_t *sum)
-{
-	const uint8_t *p = src;
-	size_t done = len & ~(step - 1);
-	uint64_t wide;
-
-	if (f == NULL || len < min)
-		return sum_apart(state, dst, src, len, sum);
-	state = f(state, dst, p, len, &wide);
-	/* The rounds end at an even offset: the tail's words line up with theirs. */
-	*sum = uiw_sum_fold64((uint64_t)uiw_sum_fold64(wide) + uiw_raw_sum(p + done, len - done));
-	return state;
-}
-
-#if defined(__x86_64__)
-#define FOLD_SUM(f) (f)
-#else
-#define FOLD_SUM(f) NULL
-#endif
 
 uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
@@ -914,7 +923,16 @@ uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size
 uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
 {
-	return sum_by(FOLD_SUM(fold256_sum), 128, 128, state, dst, src, len, sum);
+#if defined(__x86_64__)
+	uint64_t wide;
+
+	if (len >= 128) {
+		state = fold256_sum(state, dst, src, len, &wide);
+		*sum = uiw_sum_fold64(wide);
+		return state;
+	}
+#endif
+	return sum_apart(state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum_crc3(uint32_t state, void *dst, const void *src, size_t len,

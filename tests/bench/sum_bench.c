@@ -62,6 +62,18 @@ static uint32_t copy_crc3_sum(const uint8_t *p, size_t n, uint32_t s)
 
 	return uiw_crc32c_sum_crc3(s, dst, p, n, &sum) + sum;
 }
+static uint32_t fold256_sum_one(const uint8_t *p, size_t n, uint32_t s)
+{
+	uint16_t sum;
+
+	return uiw_crc32c_sum_fold256(s, NULL, p, n, &sum) + sum;
+}
+static uint32_t copy_fold256_sum(const uint8_t *p, size_t n, uint32_t s)
+{
+	uint16_t sum;
+
+	return uiw_crc32c_sum_fold256(s, dst, p, n, &sum) + sum;
+}
 static uint32_t copy_then_crc3(const uint8_t *p, size_t n, uint32_t s)
 {
 	memcpy(dst, p, n);
@@ -111,6 +123,8 @@ int main(int argc, char **argv)
 		{ "128-bit fold, then checksum", crc128_then_sum, uiw_crc32c_fold_avx_available },
 		{ "crc32 x3 and checksum, one pass", crc3_sum_one, uiw_crc32c_sum_crc3_available },
 		{ "copy+crc32 x3+checksum", copy_crc3_sum, uiw_crc32c_sum_crc3_available },
+		{ "256-bit fold and checksum, one pass", fold256_sum_one, uiw_crc32c_fold256_available },
+		{ "copy+256-bit fold+checksum", copy_fold256_sum, uiw_crc32c_fold256_available },
 		{ "copy, then crc32 x3", copy_then_crc3, uiw_crc32c_fold_available },
 		{ "copy+crc32 x3, one pass", copy_crc3, uiw_crc32c_sum_crc3_available },
 		{ "copy+crc32c, copy+checksum", copy_crc_copy_sum, always },
