@@ -700,7 +700,8 @@ crc3_sum(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len, uint64_t *w
 	return crc3_sum_run(state, NULL, p, len, wide, false, true);
 }
 
-/* The copy and the CRC in one pass, no sum: the copy MPA makes where the port sums. */
+/* The copy and the CRC in one pass, no sum: the copy MPA makes where TCP sums nothing (the
+ * port takes the checksum). */
 __attribute__((target("avx2,pclmul,sse4.2"))) uint32_t
 uiw_crc32c_copy_crc3(uint32_t state, void *dst, const void *src, size_t len)
 {
