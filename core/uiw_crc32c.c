@@ -905,7 +905,6 @@ static uint32_t sum_apart(uint32_t state, void *dst, const void *src, size_t len
 	return uiw_crc32c_update(state, src, len);
 }
 
-
 uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
 {

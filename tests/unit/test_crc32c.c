@@ -138,6 +138,21 @@ START_TEST(fold_matches_table_everywhere)
 }
 END_TEST
 
+/* Copying implementation @p i of crc_while_copying. */
+static uint32_t copy_impl(int i, uint32_t st, void *d, const void *s, size_t len)
+{
+	switch (i) {
+	case 0:
+		return uiw_crc32c_copy(st, d, s, len);
+	case 1:
+		return uiw_crc32c_copy_fold256(st, d, s, len);
+	case 2:
+		return uiw_crc32c_copy_fold512(st, d, s, len);
+	default:
+		return uiw_crc32c_copy_crc3(st, d, s, len);
+	}
+}
+
 /* The CRC taken while copying: the copy is exact (nothing written past its end) and the
  * CRC that of the source, at every length to past two 256-bit rounds and a three streams'
  * block, and odd alignments of both ends, from a state that is not the initial one. _i: 0
@@ -162,10 +177,7 @@ START_TEST(crc_while_copying)
 			memset(dst, 0xa5, sizeof(dst));
 			memset(want, 0xa5, sizeof(want));
 			memcpy(want + 7, src + off, len);
-			got = _i == 0   ? uiw_crc32c_copy(st, dst + 7, src + off, len)
-			      : _i == 1 ? uiw_crc32c_copy_fold256(st, dst + 7, src + off, len)
-			      : _i == 2 ? uiw_crc32c_copy_fold512(st, dst + 7, src + off, len)
-					: uiw_crc32c_copy_crc3(st, dst + 7, src + off, len);
+			got = copy_impl(_i, st, dst + 7, src + off, len);
 			ck_assert_msg(got == uiw_crc32c_update_sw(st, src + off, len),
 				      "crc: off %zu len %zu", off, len);
 			ck_assert_msg(memcmp(dst, want, sizeof(dst)) == 0, "copy: off %zu len %zu",
@@ -179,10 +191,7 @@ START_TEST(crc_while_copying)
 	ck_assert(b != NULL && bd != NULL);
 	for (size_t k = 0; k < BIG; k++)
 		b[k] = (uint8_t)rand_r(&seed);
-	uint32_t got = _i == 0	 ? uiw_crc32c_copy(9, bd, b, BIG)
-		       : _i == 1 ? uiw_crc32c_copy_fold256(9, bd, b, BIG)
-		       : _i == 2 ? uiw_crc32c_copy_fold512(9, bd, b, BIG)
-				 : uiw_crc32c_copy_crc3(9, bd, b, BIG);
+	uint32_t got = copy_impl(_i, 9, bd, b, BIG);
 
 	ck_assert_uint_eq(got, uiw_crc32c_update_sw(9, b, BIG));
 	ck_assert(memcmp(b, bd, BIG) == 0);
