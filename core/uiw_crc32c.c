@@ -905,49 +905,47 @@ static uint32_t sum_apart(uint32_t state, void *dst, const void *src, size_t len
 	return uiw_crc32c_update(state, src, len);
 }
 
+typedef uint32_t (*sum_run_fn)(uint32_t state, uint8_t *dst, const uint8_t *p, size_t len,
+			       uint64_t *wide);
+
+/* One-pass run @p run (NULL: none on this CPU family) from @p min octets; shorter runs
+ * apart. Inlined, so that each caller calls its run by name: through a pointer, the 256-bit
+ * loop was not compiled for the sum it is asked for, and ran 5-20% slower. */
+__attribute__((always_inline)) static inline uint32_t
+sum_from(sum_run_fn run, size_t min, uint32_t state, void *dst, const void *src, size_t len,
+	 uint16_t *sum)
+{
+	uint64_t wide;
+
+	if (run == NULL || len < min)
+		return sum_apart(state, dst, src, len, sum);
+	state = run(state, dst, src, len, &wide);
+	*sum = uiw_sum_fold64(wide);
+	return state;
+}
+
+#if defined(__x86_64__)
+#define SUM_RUN(f) (f)
+#else
+#define SUM_RUN(f) NULL
+#endif
+
 uint32_t uiw_crc32c_sum_fold512(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
 {
-#if defined(__x86_64__)
-	uint64_t wide;
-
-	if (len >= 256) {
-		state = fold512_sum(state, dst, src, len, &wide);
-		*sum = uiw_sum_fold64(wide);
-		return state;
-	}
-#endif
-	return sum_apart(state, dst, src, len, sum);
+	return sum_from(SUM_RUN(fold512_sum), 256, state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum_fold256(uint32_t state, void *dst, const void *src, size_t len,
 				uint16_t *sum)
 {
-#if defined(__x86_64__)
-	uint64_t wide;
-
-	if (len >= 128) {
-		state = fold256_sum(state, dst, src, len, &wide);
-		*sum = uiw_sum_fold64(wide);
-		return state;
-	}
-#endif
-	return sum_apart(state, dst, src, len, sum);
+	return sum_from(SUM_RUN(fold256_sum), 128, state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum_crc3(uint32_t state, void *dst, const void *src, size_t len,
 			     uint16_t *sum)
 {
-#if defined(__x86_64__)
-	uint64_t wide;
-
-	if (len >= 96) {
-		state = crc3_sum(state, dst, src, len, &wide);
-		*sum = uiw_sum_fold64(wide);
-		return state;
-	}
-#endif
-	return sum_apart(state, dst, src, len, sum);
+	return sum_from(SUM_RUN(crc3_sum), 96, state, dst, src, len, sum);
 }
 
 uint32_t uiw_crc32c_sum(uint32_t state, void *dst, const void *src, size_t len, uint16_t *sum)
