@@ -74,6 +74,16 @@ static uint32_t copy_fold256_sum(const uint8_t *p, size_t n, uint32_t s)
 
 	return uiw_crc32c_sum_fold256(s, dst, p, n, &sum) + sum;
 }
+static uint32_t copy_sum_then_crc(const uint8_t *p, size_t n, uint32_t s)
+{
+	s += uiw_copy_sum(dst, p, n);
+	return uiw_crc32c_update(s, p, n);
+}
+static uint32_t copy_then_crc(const uint8_t *p, size_t n, uint32_t s)
+{
+	memcpy(dst, p, n);
+	return uiw_crc32c_update(s, p, n);
+}
 static uint32_t copy_then_crc3(const uint8_t *p, size_t n, uint32_t s)
 {
 	memcpy(dst, p, n);
@@ -125,15 +135,25 @@ int main(int argc, char **argv)
 		{ "copy+crc32 x3+checksum", copy_crc3_sum, uiw_crc32c_sum_crc3_available },
 		{ "256-bit fold and checksum, one pass", fold256_sum_one, uiw_crc32c_fold256_available },
 		{ "copy+256-bit fold+checksum", copy_fold256_sum, uiw_crc32c_fold256_available },
+		{ "copy+checksum, then crc32c", copy_sum_then_crc, always },
+		{ "copy, then crc32c", copy_then_crc, always },
 		{ "copy, then crc32 x3", copy_then_crc3, uiw_crc32c_fold_available },
 		{ "copy+crc32 x3, one pass", copy_crc3, uiw_crc32c_sum_crc3_available },
 		{ "copy+crc32c, copy+checksum", copy_crc_copy_sum, always },
 		{ "copy+crc32c+checksum, copy", copy_crc_sum_copy, always },
 	};
-	static const size_t sizes[] = { 256, 1448, 8960, 65536 };
+	size_t sizes[16] = { 256, 1448, 8960, 65536 }, nsizes = 4;
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
 	uint8_t *buf = malloc(65536);
 
+	/* The sizes to run, after the seconds: the defaults, or 1 to 65536 octets each. */
+	if (argc > 2) {
+		for (nsizes = 0; nsizes < (size_t)argc - 2 && nsizes < 16; nsizes++) {
+			sizes[nsizes] = strtoul(argv[nsizes + 2], NULL, 10);
+			if (sizes[nsizes] == 0 || sizes[nsizes] > 65536)
+				return 2;
+		}
+	}
 	if (buf == NULL || secs <= 0)
 		return 2;
 	for (size_t i = 0; i < 65536; i++)
@@ -144,7 +164,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		printf("%-34s", passes[k].name);
-		for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		for (size_t z = 0; z < nsizes; z++) {
 			uint32_t s = 0;
 			uint64_t octets = 0;
 			double t0 = now_s(), t;
