@@ -36,6 +36,12 @@ bool uiw_crc32c_hw_available(void);
 /** Runs this long and longer take uiw_crc32c_update()'s long path (folding, or three streams). */
 #define UIW_CRC32C_FOLD_MIN 256
 
+/** Runs this long and longer (to UIW_CRC32C_FOLD_MIN) take the crc32 instruction in three
+ *  streams where the CPU has them, and uiw_crc32c_sum() and uiw_crc32c_copy() take the
+ *  sum or the copy in the same pass; shorter ones, one stream (and the sum or the copy
+ *  apart). */
+#define UIW_CRC32C_MID_MIN 96
+
 /** PCLMULQDQ folding (any length; it folds from 64 octets); call only when
  *  uiw_crc32c_fold_available() is true. */
 uint32_t uiw_crc32c_update_fold(uint32_t state, const void *buf, size_t len);

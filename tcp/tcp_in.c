@@ -76,8 +76,8 @@ static int tcp_parse(struct rte_mbuf *m, unsigned ihl, struct tcp_seg *s)
 }
 
 /* A payload this long or longer has its CRC taken with its sum where the connection asks
- * (uiw_tcp_want_rx_crc()): from here the CRC folds. */
-#define RX_CRC_MIN (UIW_CRC32C_FOLD_MIN + 4)
+ * (uiw_tcp_want_rx_crc()): from here uiw_crc32c_sum() takes both in one pass. */
+#define RX_CRC_MIN (UIW_CRC32C_MID_MIN + 4)
 
 /*
  * The checksum of @p s (tcp_parse() left it owed). Where @p c asks for payloads' CRCs and
