@@ -530,7 +530,7 @@ static void fill_flat(struct uiw_mpa_conn *c, struct rte_mbuf *m, uint8_t *d,
 		nl += pad;
 		pad = 0;
 	}
-	if (c->info.crc && nl >= UIW_CRC32C_MID_MIN && (sum || crc_in_copy)) {
+	if (nl >= UIW_CRC32C_MID_MIN && c->info.crc && (sum || crc_in_copy)) {
 		/* A lead this long is copied out in its CRC's pass (and summed there). */
 		if (sum) {
 			uint16_t part;
