@@ -23,9 +23,9 @@ const struct uiw_counter_desc uiw_mpa_counter_desc[UIW_MPA_C__COUNT] = {
 /* Segments of one FPDU mbuf chain at most (65535 + Markers in 2 KiB mbufs, with room). */
 #define FPDU_SEGS_MAX 40
 /* The most octets of an FPDU's leading pieces fill_flat() gathers on the stack, to be
- * taken in one pass: longer pieces have theirs from the source (uiw_crc32c_sum() and
- * uiw_crc32c_copy() fold from UIW_CRC32C_FOLD_MIN). Gathering only below
- * UIW_CRC32C_MID_MIN ran no faster and took ~50 instructions more a 160-octet Write. */
+ * taken in one pass; the pieces after them are taken from the source, in one pass from
+ * UIW_CRC32C_MID_MIN. Gathering only below UIW_CRC32C_MID_MIN ran no faster and took ~50
+ * instructions more a 160-octet Write. */
 #define FPDU_LEAD_MAX UIW_CRC32C_FOLD_MIN
 
 static const struct uiw_tcp_ops mpa_tcp_ops;

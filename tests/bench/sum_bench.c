@@ -144,16 +144,19 @@ int main(int argc, char **argv)
 	};
 	size_t sizes[16] = { 256, 1448, 8960, 65536 }, nsizes = 4;
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
-	uint8_t *buf = malloc(65536);
+	uint8_t *buf;
 
-	/* The sizes to run, after the seconds: the defaults, or 1 to 65536 octets each. */
+	/* The sizes to run, after the seconds: the defaults, or up to 16 of 1 to 65536 octets. */
 	if (argc > 2) {
-		for (nsizes = 0; nsizes < (size_t)argc - 2 && nsizes < 16; nsizes++) {
+		if ((size_t)argc - 2 > sizeof(sizes) / sizeof(sizes[0]))
+			return 2;
+		for (nsizes = 0; nsizes < (size_t)argc - 2; nsizes++) {
 			sizes[nsizes] = strtoul(argv[nsizes + 2], NULL, 10);
 			if (sizes[nsizes] == 0 || sizes[nsizes] > 65536)
 				return 2;
 		}
 	}
+	buf = malloc(65536);
 	if (buf == NULL || secs <= 0)
 		return 2;
 	for (size_t i = 0; i < 65536; i++)
